@@ -1,0 +1,154 @@
+"""The ``monitors`` group: global options, lazy command loading, one error boundary."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+import click
+
+from reconciler import errors, settings
+
+# command name -> module under reconciler.cli (each exposes ``command``).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "lint": ("lint", "Validate monitor and overlay files (CI and pre-commit)."),
+    "schema": ("schema", "Print the monitor or overlay JSON Schema (for editors)."),
+    "test": ("test_cmd", "Evaluate one monitor once: observation, would-fire, event."),
+    "plan": ("plan", "Show what a reconcile would start, stop, replace and update."),
+    "apply": ("apply", "Apply a plan: hand the change to the daemon and wait for first polls."),
+    "run": ("run", "Run the reconciler daemon in the foreground."),
+    "list": ("list_cmd", "List this device's monitors with owner and liveness."),
+    "view": ("view", "Show one monitor: resolved config, fingerprint, liveness, fires."),
+    "runs": ("runs", "Show a monitor's fire history."),
+    "logs": ("logs", "Show a monitor's action output."),
+    "add": ("add", "Write a new monitor file from flags."),
+    "remove": ("remove", "Delete a user monitor file."),
+    "edit": ("edit", "Open a monitor file in $EDITOR and lint the result."),
+    "pause": ("overlay_cmds", "Pause monitors with a generated overlay."),
+    "resume": ("overlay_cmds", "Resume a paused monitor (removes the pause overlay)."),
+    "pin": ("overlay_cmds", "Pin a monitor to a device with a generated overlay."),
+    "unpin": ("overlay_cmds", "Remove a monitor's pin overlay."),
+    "layers": ("layers", "Show every built-in and what the user layer does to it."),
+    "system": ("system", "Manage the pull-only system layer (pull, status)."),
+}
+
+
+class Context:
+    """What global options resolve to; commands call ``settings()`` lazily so that
+    ``monitors schema`` works outside a repository."""
+
+    def __init__(self, root: Path | None, state_dir: Path | None, device: str | None) -> None:
+        self.root = root
+        self.state_dir = state_dir
+        self.device = device
+        self._settings: settings.Settings | None = None
+
+    def settings(self) -> settings.Settings:
+        """Resolve (once) and return the settings.
+
+        Raises:
+            errors.ConfigError: no repository found, or invalid ``monitors.toml``.
+        """
+        if self._settings is None:
+            self._settings = settings.load(
+                root=self.root, state_dir=self.state_dir, device=self.device
+            )
+        return self._settings
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        module_name, help_text = entry
+        try:
+            module = importlib.import_module(f"reconciler.cli.{module_name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"reconciler.cli.{module_name}":
+                raise
+            return _not_yet(cmd_name, help_text)
+        command = getattr(module, "commands", {}).get(cmd_name) or getattr(module, "command")
+        assert isinstance(command, click.Command)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][1]) for name in sorted(COMMANDS)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def _not_yet(name: str, help_text: str) -> click.Command:
+    def callback(**_: Any) -> int:
+        raise errors.UsageError(f"'monitors {name}' is not available in this version yet")
+
+    return click.Command(name, callback=callback, help=help_text + " (not available yet)",
+                         context_settings={"ignore_unknown_options": True},
+                         params=[click.Argument(["args"], nargs=-1)])
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--root", type=click.Path(path_type=Path, file_okay=False), envvar="MONITORS_ROOT",
+              help="Repository root [env: MONITORS_ROOT; default: nearest ancestor with "
+              "monitors.d/ or monitors.toml].")
+@click.option("--state-dir", type=click.Path(path_type=Path, file_okay=False),
+              envvar="MONITORS_STATE_DIR",
+              help="Per-machine state [env: MONITORS_STATE_DIR; default: <root>/.history].")
+@click.option("--device", envvar="MONITORS_DEVICE",
+              help="This device's name [env: MONITORS_DEVICE; default: monitors.toml, "
+              "then the host name].")
+@click.version_option(package_name="monitors", prog_name="monitors")
+@click.pass_context
+def main(ctx: click.Context, root: Path | None, state_dir: Path | None, device: str | None) -> None:
+    """monitors: keep running watchers equal to what the repository says.
+
+    The GitOps loop: lint -> plan -> apply, and `run` keeps reconciling.
+    """
+    ctx.obj = Context(root, state_dir, device)
+
+
+def entry(argv: list[str] | None = None) -> None:
+    """Console-script entry: run ``main`` and exit with a code from ``errors.ExitCode``.
+
+    One error boundary: a ``MonitorsError`` prints one line to stderr; click's
+    usage errors print their message and exit 1 (never 2, which means "changes");
+    Ctrl-C exits 130; anything else is a bug, printed with its traceback, exit 3.
+    """
+    sys.exit(run(argv))
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Run the CLI and return the exit code instead of exiting (used by tests)."""
+    try:
+        rv = main.main(args=argv, prog_name="monitors", standalone_mode=False)
+    except click.exceptions.Exit as e:
+        return int(e.exit_code)
+    except click.Abort:
+        click.echo("Aborted.", err=True)
+        return errors.ExitCode.INTERRUPTED
+    except click.ClickException as e:
+        e.show()
+        return errors.ExitCode.ERROR
+    except errors.MonitorsError as e:
+        click.echo(f"error: {e}", err=True)
+        return e.exit_code
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        return errors.ExitCode.INTERRUPTED
+    except BrokenPipeError:
+        return errors.ExitCode.OK
+    except Exception:
+        click.echo("internal error (a bug in monitors; please report it):", err=True)
+        traceback.print_exc()
+        return errors.ExitCode.BUG
+    if isinstance(rv, int):
+        return rv
+    return errors.ExitCode.OK

@@ -1,0 +1,75 @@
+"""The event a fire produces, and the dispatcher seam between engine and actions.
+
+The evaluator (``daemon.evaluator``) decides and persists; it hands each fire to
+a ``Dispatcher``. ``actions.dispatch`` implements the real one; tests use a
+recording one. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from reconciler.model import Fingerprint, Monitor, MonitorName
+
+EXCERPT_CHARS = 4000
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One fire of one monitor.
+
+    Attributes:
+        id: unique fire id (sortable: ``<UTC yyyymmddTHHMMSS.ffffff>-<8 hex>``); also
+            the fire directory name and webhook-out's ``Idempotency-Key``.
+        monitor: the monitor's name.
+        fingerprint: the monitor's fingerprint at fire time.
+        fired_at: ISO-8601 UTC time of the fire.
+        summary: the event summary (the ``{{ event }}`` of templates).
+        signature: the condition's signature of the observation.
+        observation: the observation text (after ``ignore``), capped at
+            ``EXCERPT_CHARS`` characters.
+        meta: the observation's meta mapping.
+        groups: the match regex's groups (empty for on-change / every).
+        reason: the condition's reason (``changed``, ``matched new signature``, ``every``).
+    """
+
+    id: str
+    monitor: MonitorName
+    fingerprint: Fingerprint
+    fired_at: str
+    summary: str
+    signature: str
+    observation: str
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    groups: tuple[str | None, ...] = ()
+    reason: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """The event as the JSON object webhook-out POSTs and ``event.json`` stores."""
+        return {
+            "id": self.id,
+            "monitor": self.monitor,
+            "fingerprint": self.fingerprint,
+            "firedAt": self.fired_at,
+            "event": self.summary,
+            "signature": self.signature,
+            "observation": self.observation,
+            "meta": dict(self.meta),
+            "groups": list(self.groups),
+            "reason": self.reason,
+        }
+
+
+class Dispatcher(Protocol):
+    """Carries out a monitor's action for one event.
+
+    ``dispatch`` is called by the evaluator after the new state and the
+    ``pending`` fire record are durable. It must return promptly (long actions
+    are detached) and must never raise: failures are recorded in the fire record.
+    """
+
+    async def dispatch(self, monitor: Monitor, event: Event) -> None:
+        """Carry out ``monitor.action`` for ``event``."""
+        ...

@@ -1,0 +1,136 @@
+"""Where things are: repository root discovery, ``monitors.toml`` and this device's name.
+
+Pure look-ups on the file system; no click. Precedence for every setting is
+command-line option > environment variable > ``monitors.toml`` > default.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reconciler import errors
+
+SETTINGS_FILE = "monitors.toml"
+USER_DIR = "monitors.d"
+SYSTEM_DIR = "system"
+OVERLAYS_DIR = "overlays"
+STATE_DIR = ".history"
+FLEET_FILE = "fleet.yaml"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Resolved locations and configuration for one invocation.
+
+    Attributes:
+        root: the repository root (holds ``monitors.d/`` or ``monitors.toml``).
+        user_dir: the user layer (``monitors.d/``).
+        system_dir: the pull-only system layer (``system/``).
+        overlays_dir: generated overlays (``monitors.d/overlays/``).
+        state_dir: per-machine runtime state (default ``.history/``, git-ignored).
+        fleet_file: the fleet file (``fleet.yaml``); may not exist.
+        device: this device's name.
+        toml: the parsed ``monitors.toml`` (empty when absent); sections
+            ``agents``, ``routines``, ``channels``, ``system``, ``daemon``.
+    """
+
+    root: Path
+    user_dir: Path
+    system_dir: Path
+    overlays_dir: Path
+    state_dir: Path
+    fleet_file: Path
+    device: str
+    toml: Mapping[str, Any] = field(default_factory=dict)
+
+    def section(self, name: str) -> Mapping[str, Any]:
+        """Return the ``[name]`` table of ``monitors.toml`` (empty when absent)."""
+        value = self.toml.get(name, {})
+        return value if isinstance(value, Mapping) else {}
+
+
+def find_root(start: Path) -> Path | None:
+    """Return the nearest ancestor of ``start`` (itself included) holding
+    ``monitors.d/`` or ``monitors.toml``, or None."""
+    start = start.resolve()
+    for candidate in (start, *start.parents):
+        if (candidate / USER_DIR).is_dir() or (candidate / SETTINGS_FILE).is_file():
+            return candidate
+    return None
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """Parse ``monitors.toml``; a missing file is an empty table.
+
+    Raises:
+        errors.ConfigError: ``path:line:col: message`` for invalid TOML.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as e:
+        raise errors.ConfigError(f"{path}: cannot read: {e.strerror}") from e
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise errors.ConfigError(f"{path}: invalid TOML: {e}") from e
+
+
+def load(
+    *,
+    root: Path | None = None,
+    state_dir: Path | None = None,
+    device: str | None = None,
+    cwd: Path | None = None,
+) -> Settings:
+    """Resolve settings for this invocation.
+
+    Args:
+        root: explicit repository root (``--root`` / ``MONITORS_ROOT``); else discovered
+            from ``cwd`` (default: the working directory).
+        state_dir: explicit state directory (``--state-dir`` / ``MONITORS_STATE_DIR``).
+        device: explicit device name (``--device`` / ``MONITORS_DEVICE``).
+
+    Raises:
+        errors.ConfigError: no repository root found, or ``monitors.toml`` is invalid.
+    """
+    if root is None:
+        found = find_root(cwd or Path.cwd())
+        if found is None:
+            raise errors.ConfigError(
+                "no monitors repository here: no monitors.d/ or monitors.toml in this "
+                "directory or any parent (use --root or MONITORS_ROOT)"
+            )
+        root = found
+    root = root.resolve()
+    if not root.is_dir():
+        raise errors.ConfigError(f"{root}: --root is not a directory")
+    toml = read_toml(root / SETTINGS_FILE)
+    layers = toml.get("layers", {}) if isinstance(toml.get("layers"), dict) else {}
+    user_dir = root / str(layers.get("user", USER_DIR))
+    system_dir = root / str(layers.get("system", SYSTEM_DIR))
+    overlays_dir = root / str(layers.get("overlays", f"{user_dir.name}/{OVERLAYS_DIR}"))
+    if state_dir is None:
+        configured = toml.get("stateDir")
+        state_dir = root / str(configured) if configured else root / STATE_DIR
+    if not device:
+        device = str(toml.get("device") or "") or socket.gethostname().split(".")[0] or "localhost"
+    fleet = toml.get("fleet", {}) if isinstance(toml.get("fleet"), dict) else {}
+    fleet_file = root / str(fleet.get("file", FLEET_FILE))
+    return Settings(
+        root=root,
+        user_dir=user_dir,
+        system_dir=system_dir,
+        overlays_dir=overlays_dir,
+        state_dir=Path(os.path.abspath(state_dir)),
+        fleet_file=fleet_file,
+        device=device,
+        toml=toml,
+    )

@@ -1,0 +1,105 @@
+"""Shared fixtures: a temp monitors repository and one CLI helper that never swallows errors."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from reconciler.cli import main as cli_main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Repo:
+    """A temp monitors repository (``monitors.d/``, ``system/``, state in ``.history``)."""
+
+    root: Path
+
+    @property
+    def user(self) -> Path:
+        return self.root / "monitors.d"
+
+    @property
+    def system(self) -> Path:
+        return self.root / "system"
+
+    @property
+    def overlays(self) -> Path:
+        return self.user / "overlays"
+
+    @property
+    def state(self) -> Path:
+        return self.root / ".history"
+
+    def write(self, rel: str, text: str) -> Path:
+        """Write ``text`` (dedented) at ``rel`` below the root and return the path."""
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+        return path
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Repo:
+    """An empty monitors repository in a temp dir."""
+    root = tmp_path / "repo"
+    (root / "monitors.d" / "overlays").mkdir(parents=True)
+    (root / "system").mkdir()
+    return Repo(root)
+
+
+@dataclass
+class Result:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+def run_cli(args: list[str], *, repo: Repo | None = None, input: str | None = None,
+            env: dict[str, str] | None = None) -> Result:
+    """Run ``monitors ARGS`` in-process with the real error boundary.
+
+    ``--root`` (and the state dir) of ``repo`` are passed when given. An internal
+    error (exit 3) fails the test with the output printed, never swallowed.
+    """
+    full = (["--root", str(repo.root), "--state-dir", str(repo.state), "--device", "test-box"]
+            if repo else []) + args
+    runner = CliRunner()
+    holder: dict[str, int] = {}
+
+    def invoke() -> None:
+        holder["rc"] = cli_main.run(full)
+
+    with runner.isolation(input=input, env=env) as (out, err, *_):
+        invoke()
+        stdout = out.getvalue().decode()
+        stderr = err.getvalue().decode() if err is not None else ""
+    result = Result(holder["rc"], stdout, stderr)
+    if result.exit_code == 3:
+        pytest.fail(f"internal error from monitors {' '.join(args)}:\n{result.output}")
+    return result
+
+
+@pytest.fixture
+def cli() -> object:
+    """The ``run_cli`` helper as a fixture."""
+    return run_cli
+
+
+def console_script() -> str:
+    """Path of the installed ``monitors`` console script next to this interpreter."""
+    return str(Path(sys.executable).with_name("monitors"))
+
+
+os.environ.setdefault("MONITORS_DEVICE", "test-box")
