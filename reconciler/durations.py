@@ -1,4 +1,4 @@
-"""Durations: ``"500ms"``, ``"30s"``, ``"5m"``, ``"8h"``, ``"1d"`` or integer seconds <-> float seconds.
+"""Durations: "500ms", "30s", "5m", "8h", "1d" or integer seconds <-> float seconds.
 
 The accepted grammar is one integer followed by an optional unit (``ms``, ``s``,
 ``m``, ``h``, ``d``, ``w``); a bare integer (YAML int or digit string) is seconds.
@@ -52,7 +52,7 @@ def parse(value: object) -> float:
     )
 
 
-def format(seconds: float) -> str:  # noqa: A001 - mirrors parse()
+def format(seconds: float) -> str:
     """Render ``seconds`` in the largest whole unit: ``90.0`` -> ``"90s"``, ``3600`` -> ``"1h"``."""
     if seconds < 1 and seconds > 0:
         return f"{round(seconds * 1000)}ms"

@@ -73,3 +73,19 @@ class Dispatcher(Protocol):
     async def dispatch(self, monitor: Monitor, event: Event) -> None:
         """Carry out ``monitor.action`` for ``event``."""
         ...
+
+
+class Guard(Protocol):
+    """Hygiene hooks the evaluator calls around checks and fires (rate limit, drought).
+
+    ``actions.guards`` implements it; the evaluator takes one optionally.
+    """
+
+    def allow_fire(self, monitor: Monitor, event: Event) -> bool:
+        """Return False when firing now would breach ``monitor.rate_limit``; the guard
+        has then auto-paused the monitor in running state (and notified the owner once)."""
+        ...
+
+    async def after_check(self, monitor: Monitor, *, ok: bool, error: str | None) -> None:
+        """Called after every check; counts the drought streak of failed checks."""
+        ...

@@ -76,7 +76,7 @@ class LazyGroup(click.Group):
             if e.name != f"reconciler.cli.{module_name}":
                 raise
             return _not_yet(cmd_name, help_text)
-        command = getattr(module, "commands", {}).get(cmd_name) or getattr(module, "command")
+        command = getattr(module, "commands", {}).get(cmd_name) or module.command
         assert isinstance(command, click.Command)
         return command
 

@@ -37,7 +37,7 @@ DEFAULT_NOTIFY_MESSAGE = "{{ monitor.name }}: {{ event }}"
 PID_EXIT_MATCH = "^exited$"
 
 
-def _dur(value: Any, default: float | None) -> float | None:
+def _dur(value: Any, default: float) -> float:
     return default if value is None else durations.parse(value)
 
 
@@ -88,7 +88,6 @@ def source(raw: Mapping[str, Any]) -> dict[str, Any]:
         }
     if kind == "file":
         interval = _dur(raw.get("interval"), DEFAULT_INTERVALS["file"])
-        assert interval is not None
         return {
             "type": kind,
             "path": raw["path"],
@@ -105,7 +104,6 @@ def source(raw: Mapping[str, Any]) -> dict[str, Any]:
         }
     if kind == "device":
         interval = _dur(raw.get("interval"), DEFAULT_INTERVALS["device"])
-        assert interval is not None
         return {
             "type": kind,
             "device": raw["device"],
