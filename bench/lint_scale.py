@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""Benchmark: ``monitors lint`` against ``check-jsonschema`` on 1,000 and 10,000 files.
+
+Generates realistic monitor files (every source type, match/on-change/every
+conditions, regexes, templates with ``{event}`` and ``{{ }}``, labels, placement,
+rate limits) into a temp repository, then, in one run, times:
+
+* ``monitors lint`` (the installed console script, a fresh process each time:
+  imports included) and its peak RSS (``wait4`` rusage of that child);
+* ``check-jsonschema --schemafile schemas/monitor.schema.json FILE...`` on the
+  same files (schema only: it does less than lint);
+* in-process engine figures: parse one file with PyYAML's C and pure loaders,
+  validate one document with ``jsonschema`` and ``jsonschema_rs`` (the choice
+  in ``config/schemas.py`` rests on these).
+
+Prints medians and ratios. Goals (issue 2): 1,000 files < 0.5 s wall and at most
+1/5 of check-jsonschema; 10,000 < 3 s; peak < 200 MB. Noisy shared machines:
+read medians and ratios, not single runs.
+
+    .venv/bin/python bench/lint_scale.py [--sizes 1000 10000] [--repeat 5] [--peer-repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+SCHEMA = ROOT / "schemas" / "monitor.schema.json"
+
+TEMPLATES = [
+    """# yaml-language-server: $schema=../schemas/monitor.schema.json
+name: {name}
+description: Wake an agent when CI on PR {n} goes red
+source:
+  type: poll
+  command: gh pr checks {n} --json name,bucket
+  interval: 30s
+  timeout: 20s
+condition:
+  mode: match
+  match: 'fail|error|cancelled'
+  dedupeKey: 'build (\\d+)'
+action:
+  type: run
+  agent: claude
+  prompt: "CI failed on #{n}: {{event}}. Diagnose and fix."
+labels: {{team: ci, pr: "{n}"}}
+device: build-box-{d}
+rateLimit: {{max: 5, per: 1m}}
+""",
+    """name: {name}
+description: Health of service {n}
+source:
+  type: poll-http
+  url: https://svc-{n}.example.com/healthz
+  interval: 1m
+  headers:
+    Accept: application/json
+condition:
+  mode: match
+  match: '^5\\d\\d'
+action:
+  type: notify
+  channel: ops
+  message: "{{{{ monitor.name }}}} is down: {{{{ event }}}}"
+labels: {{team: sre}}
+devices: [box-a, box-b]
+""",
+    """name: {name}
+source:
+  type: file
+  path: /var/lib/app/{n}/status.json
+  interval: 10s
+condition:
+  mode: on-change
+  ignore: ['"updatedAt": "[^"]*"']
+action:
+  type: webhook-out
+  url: https://hooks.example.com/status/{n}
+  secretEnv: HOOK_SECRET
+  maxAttempts: 5
+""",
+    """name: {name}
+description: tail the log of job {n}
+source:
+  type: command
+  command: [journalctl, -f, -u, job-{n}.service]
+  backoff: 2s
+condition:
+  mode: match
+  match: 'ERROR|Traceback'
+action:
+  type: routine
+  routine: triage
+  prompt: "job {n}: {{event}}"
+rateLimit: {{max: 10, per: 1h}}
+""",
+    """name: {name}
+source:
+  type: pid
+  pid: {pid}
+action:
+  type: run
+  command: [notify-send, "build {n} finished", "{{prompt}}"]
+  prompt: "{{% if observation %}}exited: {{{{ observation }}}}{{% endif %}}"
+  timeout: 10m
+""",
+    """name: {name}
+description: disk headroom on volume {n}
+enabled: true
+source:
+  type: poll
+  command: df -P /mnt/vol{n}
+  interval: 5m
+condition: {{mode: match, match: '(9[0-9]|100)%'}}
+action: {{type: notify, message: "disk {n}: {{event}}"}}
+sharedInput: false
+""",
+]
+
+
+def generate(directory: Path, count: int) -> list[Path]:
+    (directory / "monitors.d").mkdir(parents=True)
+    (directory / "system").mkdir()
+    paths = []
+    for i in range(count):
+        name = f"mon-{i:05d}"
+        text = TEMPLATES[i % len(TEMPLATES)].format(name=name, n=1000 + i, d=i % 7, pid=2 + i)
+        path = directory / "monitors.d" / f"{name}.yml"
+        path.write_text(text, encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def timed(argv: list[str], *, cwd: Path) -> tuple[float, int, int]:
+    """Run ``argv``; return (wall seconds, exit code, peak RSS bytes of that child)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return elapsed, proc.returncode, usage.ru_maxrss * 1024
+
+
+def engines(paths: list[Path]) -> None:
+    import jsonschema
+    import jsonschema_rs
+    import yaml
+
+    sample = paths[: min(len(paths), 600)]
+    texts = [p.read_text() for p in sample]
+    schema = json.loads(SCHEMA.read_text())
+
+    def per_item(fn: object, items: list[object]) -> float:
+        start = time.perf_counter()
+        for item in items:
+            fn(item)  # type: ignore[operator]
+        return (time.perf_counter() - start) / len(items) * 1e6
+
+    docs = [yaml.load(t, Loader=yaml.CSafeLoader) for t in texts]
+    c_load = per_item(lambda t: yaml.load(t, Loader=yaml.CSafeLoader), texts)  # type: ignore[arg-type]
+    c_compose = per_item(lambda t: yaml.compose(t, Loader=yaml.CSafeLoader), texts)  # type: ignore[arg-type]
+    py_load = per_item(lambda t: yaml.load(t, Loader=yaml.SafeLoader), texts[:100])  # type: ignore[arg-type]
+    py_validator = jsonschema.Draft202012Validator(schema)
+    rs_validator = jsonschema_rs.validator_for(schema)
+    py_time = per_item(lambda d: list(py_validator.iter_errors(d)), docs)  # type: ignore[arg-type]
+    rs_time = per_item(lambda d: list(rs_validator.iter_errors(d)), docs)  # type: ignore[arg-type]
+    print("per file (µs, in process):")
+    print(f"  yaml C loader load {c_load:8.1f}   compose {c_compose:8.1f}   "
+          f"pure-Python load {py_load:8.1f}")
+    print(f"  jsonschema {py_time:8.1f}   jsonschema_rs {rs_time:8.1f}   "
+          f"ratio {py_time / rs_time:6.0f}x  -> engine: "
+          f"{'jsonschema_rs' if rs_time < py_time else 'jsonschema'}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument("--repeat", type=int, default=5, help="monitors lint runs per size")
+    parser.add_argument("--peer-repeat", type=int, default=3,
+                        help="check-jsonschema runs per size (1 at 10,000 and above)")
+    parser.add_argument("--no-peer", action="store_true", help="skip check-jsonschema")
+    args = parser.parse_args()
+
+    monitors = BIN / "monitors"
+    peer = shutil.which("check-jsonschema", path=str(BIN)) or shutil.which("check-jsonschema")
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+    with tempfile.TemporaryDirectory(prefix="lint-bench-") as tmp:
+        for size in args.sizes:
+            repo = Path(tmp) / f"repo-{size}"
+            paths = generate(repo, size)
+            if size == args.sizes[0]:
+                engines(paths)
+            runs = [timed([str(monitors), "--root", str(repo), "lint"], cwd=repo)
+                    for _ in range(args.repeat)]
+            codes = {code for _, code, _ in runs}
+            lint_median = statistics.median(t for t, _, _ in runs)
+            peak = max(rss for _, _, rss in runs)
+            line = (f"{size:>6} files  monitors lint: median {lint_median:6.3f} s "
+                    f"(runs {', '.join(f'{t:.3f}' for t, _, _ in runs)}; exit {codes}), "
+                    f"peak RSS {peak / 1e6:6.1f} MB")
+            print(line, flush=True)
+            if args.no_peer or peer is None:
+                continue
+            rel = [str(p.relative_to(repo)) for p in paths]
+            repeat = 1 if size >= 10000 else args.peer_repeat
+            peer_runs = [timed([peer, "--schemafile", str(SCHEMA), *rel], cwd=repo)
+                         for _ in range(repeat)]
+            peer_median = statistics.median(t for t, _, _ in peer_runs)
+            print(f"{size:>6} files  check-jsonschema: median {peer_median:6.3f} s "
+                  f"(runs {', '.join(f'{t:.3f}' for t, _, _ in peer_runs)}; exit "
+                  f"{ {c for _, c, _ in peer_runs} }), peak RSS "
+                  f"{max(r for _, _, r in peer_runs) / 1e6:6.1f} MB")
+            print(f"{size:>6} files  ratio monitors lint / check-jsonschema: "
+                  f"{lint_median / peer_median:.3f} ({peer_median / lint_median:.1f}x faster)",
+                  flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

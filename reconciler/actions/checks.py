@@ -1,0 +1,55 @@
+"""Static checks of an action for lint: templates, argv templates, named agents/routines/channels.
+
+Pure: no I/O. ``problems`` returns ``(path, message)`` pairs with paths relative
+to the monitor document (``action.prompt``), ready for ``file:line:col: path: message``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from reconciler.actions import agents, templating
+from reconciler.actions.options import ActionsConfig
+
+
+def problems(
+    action: Mapping[str, Any], config: ActionsConfig | None = None
+) -> list[tuple[str, str]]:
+    """What is statically wrong with a (raw or normalized) ``action`` mapping.
+
+    Args:
+        action: the monitor's ``action``.
+        config: the parsed monitors.toml sections; None skips the name look-ups.
+    """
+    out: list[tuple[str, str]] = []
+    kind = action.get("type")
+    for key in ("prompt", "message"):
+        text = action.get(key)
+        if isinstance(text, str):
+            problem = templating.check(text)
+            if problem:
+                out.append((f"action.{key}", problem))
+    if kind == "run":
+        command = action.get("command")
+        agent = action.get("agent")
+        if command:
+            problem = agents.check([str(c) for c in command])
+            if problem:
+                out.append(("action.command", problem))
+        elif not agent:
+            out.append(("action", "run needs an agent (see [agents]) or a command"))
+        elif config is not None and str(agent) not in config.agents:
+            known = ", ".join(sorted(config.agents))
+            out.append(("action.agent", f"unknown agent {agent!r} (known: {known})"))
+    elif kind == "routine" and config is not None:
+        name = str(action.get("routine"))
+        if name not in config.routines:
+            known = ", ".join(sorted(config.routines)) or "none defined in monitors.toml"
+            out.append(("action.routine", f"unknown routine {name!r} (known: {known})"))
+    elif kind == "notify" and config is not None:
+        channel = action.get("channel")
+        if channel and str(channel) not in config.channels:
+            known = ", ".join(sorted(config.channels))
+            out.append(("action.channel", f"unknown channel {channel!r} (known: {known})"))
+    return out

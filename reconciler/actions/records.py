@@ -1,0 +1,120 @@
+"""Fire-record statuses and the store seam actions write through.
+
+A fire record (``<state>/monitors/<name>/fires/<id>/event.json``) is created
+``pending`` by the evaluator (durable before dispatch) and moved by
+``actions.dispatch``::
+
+    pending -> dispatched -> succeeded | failed
+    pending -> skipped                      (run/routine overlap: skip)
+    pending | dispatched -> interrupted     (run/routine found unfinished after a crash)
+
+Fields actions add (all optional, JSON): ``status``, ``action`` (type),
+``attempts``, ``reason``, ``dispatchedAt``, ``finishedAt``, ``exitCode``,
+``durationSeconds``, ``output`` (file name beside event.json), ``outputBytes``,
+``outputTruncated``, ``httpStatus``, ``channels``, ``command``, ``argv0``,
+``queuedBehind``, ``recovered``, ``signed``; each ``reason`` is also appended to
+the record's ``reasons`` list.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+from reconciler.events import Event
+from reconciler.model import Fingerprint, MonitorName
+
+
+class FireStatus(enum.StrEnum):
+    """Where a fire record stands."""
+
+    PENDING = "pending"
+    DISPATCHED = "dispatched"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    INTERRUPTED = "interrupted"
+
+
+UNFINISHED = frozenset({FireStatus.PENDING, FireStatus.DISPATCHED})
+OUTPUT_FILE = "output.log"
+PROMPT_FILE = "prompt.txt"
+
+
+class FireStore(Protocol):
+    """The part of ``state.store.Store`` actions use (see that module)."""
+
+    def update_fire(self, name: str, event_id: str, **fields: Any) -> None:
+        """Merge ``fields`` into the fire record, durably."""
+        ...
+
+    def fires(self, name: str, *, limit: int | None = None) -> list[dict[str, Any]]:
+        """The monitor's fire records, newest first (at most ``limit``)."""
+        ...
+
+    def read_fire(self, name: str, event_id: str) -> dict[str, Any] | None:
+        """One fire record, or None."""
+        ...
+
+    def unfinished_fires(
+        self, statuses: frozenset[str] = ...
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """Every ``pending`` or ``dispatched`` fire record, oldest first, as
+        ``(monitor name, record)``."""
+        ...
+
+    def monitor_dir(self, name: str) -> Path:
+        """``<state>/monitors/<name>``."""
+        ...
+
+    def set_autopause(self, name: str, reason: str, at: float | str) -> None:
+        """Auto-pause ``name`` in running state, durably."""
+        ...
+
+    def clear_autopause(self, name: str) -> None:
+        """Clear an auto-pause."""
+        ...
+
+    def autopause(self, name: str) -> Any:
+        """The auto-pause record of ``name``, or None."""
+        ...
+
+
+def now_iso() -> str:
+    """The current UTC time as ISO-8601 with microseconds and ``Z``."""
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def fire_dir(store: FireStore, name: str, event_id: str) -> Path:
+    """``<state>/monitors/<name>/fires/<id>`` (the directory holding ``event.json``)."""
+    return store.monitor_dir(name) / "fires" / event_id
+
+
+def record_to_event(record: Mapping[str, Any], *, monitor: str | None = None) -> Event:
+    """Rebuild the ``Event`` from a fire record (``Event.to_json`` keys, optionally
+    nested under ``"event"`` as an object). Missing fields become empty."""
+    src: Mapping[str, Any] = record
+    nested = record.get("event")
+    if isinstance(nested, Mapping):
+        src = nested
+    summary = src.get("event", src.get("summary", ""))
+    return Event(
+        id=str(src.get("id", record.get("id", ""))),
+        monitor=MonitorName(str(src.get("monitor", monitor or ""))),
+        fingerprint=Fingerprint(str(src.get("fingerprint", ""))),
+        fired_at=str(src.get("firedAt", "")),
+        summary=str(summary) if not isinstance(summary, Mapping) else "",
+        signature=str(src.get("signature", "")),
+        observation=str(src.get("observation", "")),
+        meta=dict(src.get("meta") or {}),
+        groups=tuple(src.get("groups") or ()),
+        reason=str(src.get("reason", "")),
+    )
+
+
+def status_of(record: Mapping[str, Any]) -> str:
+    """The record's status (``pending`` when absent)."""
+    return str(record.get("status", FireStatus.PENDING))

@@ -1,0 +1,158 @@
+"""The ``run`` action: spawn an agent or command with the rendered prompt as one argv element.
+
+Never a shell: the argv goes to ``asyncio.create_subprocess_exec``. The child
+runs in its own session (process group) with stdin closed; stdout and stderr
+are captured together, capped, redacted, and written to ``output.log`` beside
+the fire record when it ends. A timeout terminates the whole process group
+(SIGTERM, then SIGKILL after a grace period). ``execute`` is what ``routine``
+uses too; ``dispatch`` owns overlap and the fire record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from reconciler.actions.options import Redactor
+from reconciler.state import atomic
+
+DEFAULT_MAX_OUTPUT = 1024 * 1024  # bytes kept in output.log
+KILL_GRACE = 5.0  # seconds between SIGTERM and SIGKILL
+_DRAIN_AFTER_EXIT = 2.0  # seconds to keep reading after the child exits (grandchildren)
+_CHUNK = 65536
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    """How one spawned command ended.
+
+    Attributes:
+        exit_code: the exit status, negative for a signal, None if it never started.
+        duration: seconds from spawn to exit.
+        output_bytes: bytes of output produced (before the cap).
+        truncated: output was longer than the cap.
+        timed_out: the timeout killed the process group.
+        error: why it could not start (``spawn: ...``), else None.
+    """
+
+    exit_code: int | None
+    duration: float
+    output_bytes: int
+    truncated: bool
+    timed_out: bool = False
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Exit code 0 without a timeout."""
+        return self.exit_code == 0 and not self.timed_out and self.error is None
+
+
+def _killpg(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic.write_bytes(path, data, durable=True)
+
+
+async def execute(
+    argv: Sequence[str],
+    *,
+    cwd: str,
+    env: Mapping[str, str],
+    timeout: float,
+    output_path: Path,
+    redactor: Redactor,
+    max_bytes: int = DEFAULT_MAX_OUTPUT,
+    kill_grace: float = KILL_GRACE,
+    on_start: Callable[[int], None] | None = None,
+) -> RunOutcome:
+    """Run ``argv`` (no shell) to completion or ``timeout`` seconds and record its output.
+
+    Args:
+        argv: the full argv; ``argv[0]`` is looked up on ``PATH`` of ``env``.
+        cwd: working directory (already expanded).
+        env: the complete child environment.
+        output_path: where the capped, redacted output is written when it ends.
+        on_start: called with the child's pid once it runs.
+
+    Never raises for a child that fails to start or misbehaves: that is the
+    outcome. Cancellation kills the process group and re-raises.
+    """
+    started = time.monotonic()
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=cwd,
+            env=dict(env),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except OSError as e:
+        reason = f"spawn: {argv[0]}: {e.strerror or e}"
+        await asyncio.to_thread(_write, output_path, redactor.redact(reason + "\n").encode())
+        return RunOutcome(None, time.monotonic() - started, 0, False, error=reason)
+    if on_start is not None:
+        on_start(proc.pid)
+    kept = bytearray()
+    total = 0
+
+    async def read() -> None:
+        nonlocal total
+        stream = proc.stdout
+        if stream is None:  # cannot happen with stdout=PIPE; never assert at runtime
+            return
+        while chunk := await stream.read(_CHUNK):
+            total += len(chunk)
+            room = max_bytes - len(kept)
+            if room > 0:
+                kept.extend(chunk[:room])
+
+    reader = asyncio.create_task(read())
+    timed_out = False
+    try:
+        try:
+            await asyncio.wait_for(proc.wait(), timeout)
+        except TimeoutError:
+            timed_out = True
+            _killpg(proc.pid, signal.SIGTERM)
+            try:
+                await asyncio.wait_for(proc.wait(), kill_grace)
+            except TimeoutError:
+                _killpg(proc.pid, signal.SIGKILL)
+                await proc.wait()
+        # A grandchild may still hold the pipe open: read on briefly, then let go.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(reader), _DRAIN_AFTER_EXIT)
+    except asyncio.CancelledError:
+        _killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        raise
+    finally:
+        if not reader.done():
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
+        if proc.returncode is None:
+            _killpg(proc.pid, signal.SIGKILL)
+    duration = time.monotonic() - started
+    text = kept.decode("utf-8", errors="replace")
+    truncated = total > max_bytes
+    if truncated:
+        text += f"\n[output truncated: {total} bytes, first {max_bytes} kept]\n"
+    if timed_out:
+        text += f"\n[timed out after {timeout:g}s: process group killed]\n"
+    await asyncio.to_thread(_write, output_path, redactor.redact(text).encode("utf-8"))
+    return RunOutcome(proc.returncode, duration, total, truncated, timed_out=timed_out)

@@ -1,0 +1,155 @@
+"""``monitors add NAME``: write ``monitors.d/NAME.yml`` from flags.
+
+One source flag, at most one condition, one action, optional placement and rate
+limit. The file is written canonically with the schema modeline, then linted
+(warnings such as the coverage lint are printed; an error removes the new file).
+Refuses a taken name and a behaviour (fingerprint) that already exists in either
+layer, naming it, unless ``--force`` (then ``allowDuplicate: true`` is written);
+refuses a dead pid for ``--watch-pid`` unless ``--force``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from reconciler import errors
+from reconciler import fleet as fleet_mod
+from reconciler.cli.overlay_cmds import load, run_apply, settings_of, shown
+from reconciler.config import authoring, normalize, writer
+from reconciler.planning import placement
+
+
+def _command_words(params: dict[str, Any]) -> list[str]:
+    """The invocation as words, for the generated header (flags in a stable order)."""
+    words = ["add", params["name"]]
+    for key, flag in (("poll", "--poll"), ("poll_http", "--poll-http")):
+        if params.get(key):
+            words += [flag, *params[key]]
+    for key, flag in (("watch", "--watch"), ("watch_pid", "--watch-pid"),
+                      ("watch_file", "--watch-file"), ("watch_device", "--watch-device"),
+                      ("ws", "--ws"), ("interval", "--interval"), ("match", "--match"),
+                      ("dedupe_key", "--dedupe-key"), ("run", "--run"), ("prompt", "--prompt"),
+                      ("routine", "--routine"), ("webhook_out", "--webhook-out"),
+                      ("device", "--device"), ("devices", "--devices"),
+                      ("rate_limit", "--rate-limit"), ("description", "--description")):
+        if params.get(key) is not None:
+            words += [flag, str(params[key])]
+    for item in params.get("on") or ():
+        words += ["--on", item]
+    for item in params.get("labels") or ():
+        words += ["--label", item]
+    if params.get("notify") is not None:
+        words += ["--notify", params["notify"]] if params["notify"] else ["--notify"]
+    for key, flag in (("on_change", "--on-change"), ("every", "--every"), ("force", "--force")):
+        if params.get(key):
+            words.append(flag)
+    return words
+
+
+@click.command("add")
+@click.argument("name")
+@click.option("--poll", nargs=2, metavar="CMD INTERVAL", help="Re-run CMD every INTERVAL.")
+@click.option("--watch", metavar="CMD", help="Each stdout line of a long-running CMD.")
+@click.option("--watch-pid", type=int, metavar="PID", help="Fire when process PID exits.")
+@click.option("--poll-http", nargs=2, metavar="URL INTERVAL", help="GET URL every INTERVAL.")
+@click.option("--watch-file", metavar="PATH", help="A file's content (or a directory listing).")
+@click.option("--watch-device", metavar="NAME", help="A fleet device's reachability.")
+@click.option("--ws", metavar="URL", help="Each frame pushed over a WebSocket.")
+@click.option("--on", multiple=True, metavar="SRC:EVENT",
+              help="A signed webhook delivery, e.g. github:pull_request (repeatable).")
+@click.option("--interval", metavar="DURATION",
+              help="Check interval for --watch-pid, --watch-file, --watch-device.")
+@click.option("--on-change", is_flag=True, help="Fire when the observation changes (default).")
+@click.option("--match", metavar="RE", help="Fire when the observation matches RE.")
+@click.option("--every", is_flag=True, help="Fire on every observation (pair with a rate limit).")
+@click.option("--dedupe-key", metavar="RE", help="The first match of RE is the event signature.")
+@click.option("--run", metavar="AGENT", help="Run AGENT with --prompt (the event is {event}).")
+@click.option("--prompt", metavar="TEXT", help="The prompt for --run or --routine.")
+@click.option("--routine", metavar="NAME", help="Fire a routine from monitors.toml.")
+@click.option("--notify", is_flag=False, flag_value="", default=None, metavar="[CHANNEL]",
+              help="Notify the owner (CHANNEL, or the default channels).")
+@click.option("--webhook-out", metavar="URL", help="POST the event JSON to URL.")
+@click.option("--device", metavar="D", help="The owner: only device D runs it.")
+@click.option("--devices", metavar="A,B", help="An allowlist: each listed device runs it.")
+@click.option("--rate-limit", metavar="MAX/PER", help="Auto-pause past MAX fires per PER (5/1m).")
+@click.option("--description", metavar="TEXT", help="What it is for.")
+@click.option("--label", "labels", multiple=True, metavar="KEY=VALUE",
+              help="A label for selection (pause -l KEY=VALUE); repeatable.")
+@click.option("--force", is_flag=True,
+              help="Add a deliberate duplicate (writes allowDuplicate: true), shadow a built-in "
+              "of the same name, or arm --watch-pid on a pid not alive yet.")
+@click.option("--apply", "apply", is_flag=True, help="Apply at once and report the first poll.")
+@click.pass_context
+def command(ctx: click.Context, /, **params: Any) -> int:
+    """Write a new monitor file monitors.d/NAME.yml from flags, then lint it."""
+    settings = settings_of(ctx)
+    req = authoring.AddRequest(
+        name=params["name"], poll=params["poll"] or None, watch=params["watch"],
+        watch_pid=params["watch_pid"], poll_http=params["poll_http"] or None,
+        watch_file=params["watch_file"], watch_device=params["watch_device"], ws=params["ws"],
+        on=tuple(params["on"]), on_change=params["on_change"], match=params["match"],
+        every=params["every"], dedupe_key=params["dedupe_key"], run=params["run"],
+        prompt=params["prompt"], routine=params["routine"], notify=params["notify"],
+        webhook_out=params["webhook_out"], device=params["device"],
+        devices=authoring.split_devices(params["devices"]) if params["devices"] else (),
+        rate_limit=params["rate_limit"], interval=params["interval"],
+        description=params["description"], labels=tuple(params["labels"]),
+        force=params["force"],
+    )
+    doc = authoring.build_doc(req)
+    monitor = normalize.monitor(doc, name=req.name)
+    loaded = load(settings)
+    found = authoring.find(settings, req.name, loaded=loaded)
+    if found.user is not None:
+        raise errors.UsageError(
+            f"a monitor named {req.name!r} already exists ({shown(settings, found.user)}); "
+            f"change it with `monitors edit {req.name}` or pick another name"
+        )
+    if found.system is not None and not req.force:
+        raise errors.UsageError(
+            f"{req.name!r} is a built-in ({shown(settings, found.system)}); pick another name, "
+            "or pass --force to shadow it with this user monitor (it then no longer follows "
+            "upstream)"
+        )
+    dupes = [c for c in authoring.conflicts(settings, monitor, loaded=loaded)
+             if c.kind == "behaviour"]
+    if dupes and not req.force:
+        raise errors.UsageError(
+            "same behaviour already exists: " + "; ".join(c.message for c in dupes)
+            + " (one trigger would fire twice; pass --force if deliberate: writes "
+            "allowDuplicate: true)"
+        )
+    if dupes:
+        doc["allowDuplicate"] = True
+    path = settings.user_dir / f"{req.name}.yml"
+    text = writer.monitor_yaml(doc, command=authoring.command_line(_command_words(params)))
+    writer.atomic_write(path, text)
+
+    from reconciler.config import lint
+
+    report = lint.run(settings, [path])
+    for problem in report.problems:
+        click.echo(problem.format(), err=True)
+    if report.errors:
+        path.unlink(missing_ok=True)
+        raise errors.ConfigError(f"add: {req.name} does not pass lint (see above); nothing written")
+
+    fleet = fleet_mod.load(settings.fleet_file)
+    written = normalize.monitor(doc, name=req.name)
+    decision = placement.owner_decision(written, device=settings.device, fleet=fleet)
+    click.echo(f"added {req.name}: {shown(settings, path)} ({decision.reason})")
+    if dupes:
+        click.echo("note: declared a deliberate duplicate of "
+                   + ", ".join(c.message.split(" (")[0] for c in dupes), err=True)
+    if found.system is not None:
+        click.echo(f"note: shadows the built-in {shown(settings, found.system)}, which no "
+                   "longer receives upstream fixes here", err=True)
+    peers = [str(d.name) for d in fleet.devices if d.name != settings.device and d.address]
+    if peers:
+        click.echo("note: duplicate check covered this repository only; fleet peers not "
+                   f"consulted: {', '.join(peers)}", err=True)
+    if params["apply"]:
+        return run_apply(ctx)
+    return errors.ExitCode.OK

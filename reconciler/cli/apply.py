@@ -1,0 +1,101 @@
+"""``monitors apply [PLANFILE] [--yes] [--wait 30s] [--allow-mass-stop] [--json]``.
+
+Computes the plan (or checks a saved one still matches), asks on a terminal
+unless ``--yes`` (never without one), starts the daemon when it is not running,
+hands the change over and reports, per monitor, the first poll: ok, failed
+with the error, or not picked up in time. Exit 0 when every change took, 1 otherwise.
+``apply_now`` is the same thing for other commands (``add --apply``, ``pause --apply``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from reconciler import durations, errors
+
+STATUS_STYLE = {"ok": "green", "stopped": "green", "updated": "green", "failed": "red",
+                "pending": "yellow", "error": "red"}
+
+
+def _confirm(plan: Any, *, color: bool) -> bool:
+    from reconciler.render import plan as render
+
+    click.echo(render.text(plan, color=color), nl=False, color=color)
+    return click.confirm("Apply these changes?", default=False)
+
+
+def apply_now(ctx_obj: Any, *, wait: float, yes: bool = True, plan_file: Path | None = None,
+              allow_mass_stop: bool = False, as_json: bool = False,
+              no_color: bool = False) -> int:
+    """Apply the current plan through the daemon and print the per-monitor report.
+
+    Args:
+        ctx_obj: the CLI ``Context`` (``ctx.find_root().obj``).
+        wait: seconds to wait for first polls.
+        yes: do not ask (asking happens only on a terminal anyway).
+
+    Returns:
+        0 when every change took (first polls ok), 1 otherwise or when declined.
+
+    Raises:
+        errors.PlanError: stale saved plan, mass-stop guard, daemon unreachable.
+    """
+    from reconciler.daemon import handover
+
+    cfg = ctx_obj.settings()
+    color = not no_color and sys.stdout.isatty()
+    interactive = not yes and sys.stdin.isatty() and not as_json
+    confirm = (lambda plan: _confirm(plan, color=color)) if interactive else None
+    report = handover.apply(cfg, plan_file=plan_file, wait=wait,
+                            allow_mass_stop=allow_mass_stop, confirm=confirm)
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=2))
+        return errors.ExitCode.OK if report.ok and not report.declined else errors.ExitCode.ERROR
+    if report.declined:
+        click.echo("Apply cancelled; nothing changed.")
+        return errors.ExitCode.ERROR
+    if report.started_daemon:
+        click.echo(f"Started the daemon (pid {report.started_daemon}); it logs to "
+                   f"{cfg.state_dir / 'daemon.log'}.")
+    if not report.monitors:
+        click.echo(report.plan.summary())
+        return errors.ExitCode.OK
+    width = max(len(m.name) for m in report.monitors)
+    for m in report.monitors:
+        mark = click.style(f"{m.status:<8}", fg=STATUS_STYLE.get(m.status)) if color \
+            else f"{m.status:<8}"
+        click.echo(f"  {mark} {m.name:<{width}}  {m.action}: {m.detail}", color=color)
+    ok = sum(1 for m in report.monitors if m.status in ("ok", "stopped", "updated"))
+    click.echo(f"Applied: {ok} of {len(report.monitors)} changes took"
+               f" (generation {report.generation}).")
+    return errors.ExitCode.OK if report.ok else errors.ExitCode.ERROR
+
+
+def _duration(_: click.Context, __: click.Parameter, value: str) -> float:
+    try:
+        return durations.parse(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from e
+
+
+@click.command("apply")
+@click.argument("planfile", required=False, type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--wait", default="30s", show_default=True, callback=_duration,
+              help="How long to wait for the first poll of started monitors.")
+@click.option("--allow-mass-stop", is_flag=True,
+              help="Apply even when the plan stops more than half (or all) running monitors.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--no-color", is_flag=True, help="No ANSI colours.")
+@click.pass_context
+def command(ctx: click.Context, planfile: Path | None, yes: bool, wait: float,
+            allow_mass_stop: bool, as_json: bool, no_color: bool) -> int:
+    """Apply the plan: hand the change to the daemon (starting it if needed) and
+    wait for the first poll of every started or replaced monitor."""
+    return apply_now(ctx.find_root().obj, wait=wait, yes=yes, plan_file=planfile,
+                     allow_mass_stop=allow_mass_stop, as_json=as_json, no_color=no_color)

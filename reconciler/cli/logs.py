@@ -1,0 +1,20 @@
+"""``monitors logs NAME [--limit N] [--json]``: a monitor's action output."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command("logs")
+@click.argument("name")
+@click.option("--limit", default=5, show_default=True, help="Newest fires to show.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def command(ctx: click.Context, name: str, limit: int, as_json: bool) -> int:
+    """Show the action output (run/routine output, delivery results) of NAME's latest fires."""
+    from reconciler.daemon import views
+    from reconciler.render import monitors as render
+
+    items = views.logs(ctx.find_root().obj.settings(), name, limit=limit)
+    click.echo(render.as_json(items) if as_json else render.logs(name, items), nl=False)
+    return 0

@@ -1,0 +1,326 @@
+"""``monitors pause | resume | pin | unpin``: generated overlays, never edits.
+
+Each writes or removes ``monitors.d/overlays/NAME.yml`` (one file per monitor,
+a header naming the command) through ``config.writer``; an overlay left empty is
+deleted. ``--commit`` commits the overlay files with GitPython and a generated
+message; ``--apply`` hands the change to the daemon at once (``cli.apply``).
+``resume`` also clears a rate-limit auto-pause in the running state.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from reconciler import errors
+from reconciler.config import authoring, gitrepo, writer
+from reconciler.settings import Settings
+
+APPLY_WAIT = 30.0
+"""Seconds ``--apply`` waits for the daemon (first polls of started monitors)."""
+
+
+# -- helpers shared with add/remove/edit ------------------------------------------------------
+
+
+def settings_of(ctx: click.Context) -> Settings:
+    """The invocation's settings (``main.Context.settings``)."""
+    found: Settings = ctx.find_root().obj.settings()
+    return found
+
+
+def load(settings: Settings) -> Any:
+    """``loader.load(settings)``: the resolved layers (a ``LoadResult``)."""
+    from reconciler.config import loader
+
+    return loader.load(settings)
+
+
+def shown(settings: Settings, path: Path | None) -> str:
+    """``path`` relative to the repository root when below it."""
+    if path is None:
+        return "-"
+    try:
+        return str(Path(path).resolve().relative_to(settings.root))
+    except ValueError:
+        return str(path)
+
+
+def run_apply(ctx: click.Context, *, wait: float = APPLY_WAIT) -> int:
+    """Apply at once through ``cli.apply.apply_now(ctx_obj, wait=...)``.
+
+    Returns its exit code, or 1 with a clear line when apply is not available.
+    """
+    try:
+        module = importlib.import_module("reconciler.cli.apply")
+    except ModuleNotFoundError as e:
+        if e.name != "reconciler.cli.apply":
+            raise
+        module = None
+    apply_now: Callable[..., int] | None = getattr(module, "apply_now", None)
+    if apply_now is None:
+        click.echo("error: --apply: apply is not available yet in this version; the change "
+                   "is written: run `monitors apply` once it is", err=True)
+        return errors.ExitCode.ERROR
+    return int(apply_now(ctx.find_root().obj, wait=wait))
+
+
+def commit_paths(settings: Settings, paths: Sequence[Path], message: str) -> None:
+    """``--commit``: commit exactly ``paths`` and say so (or that nothing changed)."""
+    sha = gitrepo.commit(settings, paths, message)
+    if sha is None:
+        click.echo("nothing to commit")
+    else:
+        click.echo(f"committed {sha[:12]}: {message}")
+
+
+def finish(ctx: click.Context, settings: Settings, paths: Sequence[Path], *, message: str,
+           commit: bool, apply: bool) -> int:
+    """Commit and/or apply after a write; returns the exit code."""
+    if commit:
+        commit_paths(settings, paths, message)
+    if apply:
+        return run_apply(ctx)
+    return errors.ExitCode.OK
+
+
+def _emit(as_json: bool, rows: list[dict[str, Any]], lines: list[str]) -> None:
+    if as_json:
+        click.echo(json.dumps({"monitors": rows}, indent=2))
+    else:
+        for line in lines:
+            click.echo(line)
+
+
+def _words(name: str | None, labels: Sequence[str]) -> list[str]:
+    if name:
+        return [name]
+    out: list[str] = []
+    for item in labels:
+        out += ["-l", item]
+    return out
+
+
+def _subject(names: Sequence[str], labels: Sequence[str]) -> str:
+    if len(names) == 1 and not labels:
+        return names[0]
+    return f"{len(names)} monitors ({', '.join(labels)}): {', '.join(names)}"
+
+
+def _clear_autopause(settings: Settings, store: Any, name: str) -> None:
+    """Clear a rate-limit auto-pause: through a running daemon (its guard holds it in
+    memory too), and in the state directory either way."""
+    from reconciler.daemon import client
+
+    if client.status(settings.state_dir) is not None:
+        try:
+            client.request(settings.state_dir, "clear-autopause", name=name)
+        except errors.MonitorsError as e:
+            click.echo(f"warning: the running daemon did not clear {name}'s auto-pause: {e}",
+                       err=True)
+    store.clear_autopause(name)
+
+
+_name_arg = click.argument("name", required=False)
+_label_opt = click.option("-l", "--label", "labels", multiple=True, metavar="KEY=VALUE",
+                          help="Act on every monitor whose labels match (repeatable: all must).")
+_commit_opt = click.option("--commit", is_flag=True,
+                           help="Commit the overlay file(s) with a generated message.")
+_apply_opt = click.option("--apply", "apply", is_flag=True, help="Apply the change at once.")
+_json_opt = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+
+
+# -- pause -------------------------------------------------------------------------------------
+
+
+@click.command("pause")
+@_name_arg
+@_label_opt
+@click.option("--until", metavar="2h|ISO-TIME",
+              help="Expiry: a duration from now (2h, 1d) or an ISO time (stored as UTC).")
+@click.option("--reason", default="", help="Why (recorded in the overlay).")
+@_commit_opt
+@_apply_opt
+@_json_opt
+@click.pass_context
+def pause(ctx: click.Context, name: str | None, labels: tuple[str, ...], until: str | None,
+          reason: str, commit: bool, apply: bool, as_json: bool) -> int:
+    """Pause NAME (or every monitor matching -l KEY=VALUE) with a generated overlay.
+
+    Writes monitors.d/overlays/NAME.yml; the monitor file (and system/) is never
+    edited, so a paused built-in keeps receiving upstream fixes. The pause records
+    its reason, its author (git config) and when it was made.
+    """
+    settings = settings_of(ctx)
+    loaded = load(settings)
+    names = authoring.targets(settings, name=name, labels=labels, loaded=loaded)
+    expiry = writer.parse_until(until) if until else None
+    words = ["pause", *_words(name, labels)]
+    if until:
+        words += ["--until", until]
+    if reason:
+        words += ["--reason", reason]
+    paths = authoring.pause(settings, names, reason=reason, until=expiry,
+                            author=gitrepo.author(settings),
+                            command=authoring.command_line(words))
+    tail = (f" until {expiry}" if expiry else "") + (f" ({reason})" if reason else "")
+    lines = [f"paused {n}{tail}: {shown(settings, p)}" for n, p in zip(names, paths, strict=True)]
+    if labels:
+        lines.append(f"paused {len(names)} monitor{'s' if len(names) != 1 else ''} matching "
+                     f"{', '.join(labels)}: {', '.join(names)}")
+    _emit(as_json, [{"monitor": n, "overlay": str(p), "paused": True, "until": expiry}
+                    for n, p in zip(names, paths, strict=True)], lines)
+    message = f"monitors: pause {_subject(names, labels)}" + (f": {reason}" if reason else "")
+    return finish(ctx, settings, paths, message=message, commit=commit, apply=apply)
+
+
+# -- resume ------------------------------------------------------------------------------------
+
+
+@click.command("resume")
+@_name_arg
+@_label_opt
+@_commit_opt
+@_apply_opt
+@_json_opt
+@click.pass_context
+def resume(ctx: click.Context, name: str | None, labels: tuple[str, ...], commit: bool,
+           apply: bool, as_json: bool) -> int:
+    """Resume NAME: remove the overlay's pause (deleting an overlay left empty) and
+    clear a rate-limit auto-pause in the running state."""
+    from reconciler.state import store as store_mod
+
+    settings = settings_of(ctx)
+    loaded = load(settings)
+    names = authoring.targets(settings, name=name, labels=labels, loaded=loaded)
+    command = authoring.command_line(["resume", *_words(name, labels)])
+    store = store_mod.Store(settings.state_dir)
+    rows, lines, paths = [], [], []
+    for n in names:
+        had_pause = isinstance(authoring.current_overlay(settings, n).get("pause"), dict)
+        path = writer.overlay_path(settings, n)
+        kept = None
+        if had_pause:
+            kept = writer.write_overlay(settings, n, pause=None, command=command)
+            paths.append(path)
+        auto = store.autopause(n)
+        if auto:
+            _clear_autopause(settings, store, n)
+        what = []
+        if had_pause:
+            what.append(f"removed {shown(settings, path)}" if kept is None
+                        else f"kept the pin in {shown(settings, path)}")
+        if auto:
+            what.append("cleared the rate-limit auto-pause")
+        monitor = loaded.monitors.get(n)
+        if not what:
+            lines.append(f"{n} is not paused")
+        else:
+            lines.append(f"resumed {n}: {'; '.join(what)}")
+        if monitor is not None and not monitor.enabled:
+            lines.append(f"note: {n} says enabled: false in {shown(settings, monitor.origin)}; "
+                         "it stays off until that file changes")
+        rows.append({"monitor": n, "overlay": str(kept) if kept else None,
+                     "resumed": bool(what), "autopauseCleared": bool(auto)})
+    _emit(as_json, rows, lines)
+    message = f"monitors: resume {_subject(names, labels)}"
+    return finish(ctx, settings, paths, message=message, commit=commit and bool(paths),
+                  apply=apply)
+
+
+# -- pin / unpin -------------------------------------------------------------------------------
+
+
+@click.command("pin")
+@_name_arg
+@_label_opt
+@click.option("--device", "pin_device", metavar="D", help="The owner: only D runs it.")
+@click.option("--devices", "pin_devices", metavar="A,B",
+              help="An allowlist: each listed device runs it.")
+@_commit_opt
+@_apply_opt
+@_json_opt
+@click.pass_context
+def pin(ctx: click.Context, name: str | None, labels: tuple[str, ...], pin_device: str | None,
+        pin_devices: str | None, commit: bool, apply: bool, as_json: bool) -> int:
+    """Pin NAME to a device (--device D) or an allowlist (--devices A,B) with a
+    generated overlay that replaces the monitor's own placement."""
+    from reconciler import fleet as fleet_mod
+
+    if bool(pin_device) == bool(pin_devices):
+        raise errors.UsageError("pin: give --device D or --devices A,B (one of them)")
+    if pin_device:
+        authoring.check_device(pin_device)
+        spec: dict[str, Any] = {"device": pin_device}
+        listed: tuple[str, ...] = (pin_device,)
+        flag = ["--device", pin_device]
+    else:
+        listed = authoring.split_devices(pin_devices or "")
+        spec = {"devices": list(listed)}
+        flag = ["--devices", ",".join(listed)]
+    settings = settings_of(ctx)
+    loaded = load(settings)
+    names = authoring.targets(settings, name=name, labels=labels, loaded=loaded)
+    command = authoring.command_line(["pin", *_words(name, labels), *flag])
+    fleet = fleet_mod.load(settings.fleet_file)
+    paths = [p for n in names
+             if (p := writer.write_overlay(settings, n, pin=spec, command=command)) is not None]
+    where = f"device {listed[0]}" if pin_device else f"devices {', '.join(listed)}"
+    lines = [f"pinned {n} to {where}: {shown(settings, p)}"
+             for n, p in zip(names, paths, strict=True)]
+    _emit(as_json, [{"monitor": n, "overlay": str(p), "pin": spec}
+                    for n, p in zip(names, paths, strict=True)], lines)
+    fleet_shown = shown(settings, settings.fleet_file)
+    for d in listed:
+        if fleet.exists and fleet.get(d) is None:
+            click.echo(f"warning: {d} is not a device of {fleet_shown}", err=True)
+    message = f"monitors: pin {_subject(names, labels)} to {', '.join(listed)}"
+    return finish(ctx, settings, paths, message=message, commit=commit, apply=apply)
+
+
+@click.command("unpin")
+@_name_arg
+@_label_opt
+@_commit_opt
+@_apply_opt
+@_json_opt
+@click.pass_context
+def unpin(ctx: click.Context, name: str | None, labels: tuple[str, ...], commit: bool,
+          apply: bool, as_json: bool) -> int:
+    """Remove NAME's pin overlay (deleting an overlay left empty); the monitor's own
+    placement applies again."""
+    settings = settings_of(ctx)
+    loaded = load(settings)
+    names = authoring.targets(settings, name=name, labels=labels, loaded=loaded)
+    command = authoring.command_line(["unpin", *_words(name, labels)])
+    rows, lines, paths = [], [], []
+    for n in names:
+        path = writer.overlay_path(settings, n)
+        current = authoring.current_overlay(settings, n)
+        if not isinstance(current.get("pin"), dict):
+            line = f"{n} has no pin overlay"
+            monitor = loaded.monitors.get(n)
+            if monitor is not None and (monitor.device or monitor.devices):
+                line += (f"; its placement comes from {shown(settings, monitor.origin)}: "
+                         "edit it there")
+            lines.append(line)
+            rows.append({"monitor": n, "overlay": None, "unpinned": False})
+            continue
+        kept = writer.write_overlay(settings, n, pin=None, command=command)
+        paths.append(path)
+        lines.append(f"unpinned {n}: " + (f"removed {shown(settings, path)}" if kept is None
+                                          else f"kept the pause in {shown(settings, path)}"))
+        rows.append({"monitor": n, "overlay": str(kept) if kept else None, "unpinned": True})
+    _emit(as_json, rows, lines)
+    message = f"monitors: unpin {_subject(names, labels)}"
+    return finish(ctx, settings, paths, message=message, commit=commit and bool(paths),
+                  apply=apply)
+
+
+commands: dict[str, click.Command] = {"pause": pause, "resume": resume, "pin": pin,
+                                      "unpin": unpin}

@@ -1,0 +1,59 @@
+"""``monitors plan [--json] [--out FILE] [--detailed-exitcode] [--no-color]``.
+
+Exit codes follow Terraform's ``-detailed-exitcode``: 0 no changes (or changes
+without the flag), 1 error, 2 changes present (only with ``--detailed-exitcode``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from reconciler import errors
+
+
+@click.command("plan")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+@click.option("--out", "out", type=click.Path(path_type=Path, dir_okay=False),
+              help="Save the plan (versioned JSON) for `monitors apply FILE`.")
+@click.option("--detailed-exitcode", is_flag=True,
+              help="Exit 0 when nothing would change, 2 when something would, 1 on error.")
+@click.option("--no-color", is_flag=True, help="No ANSI colours (the default off a terminal).")
+@click.option("--unchanged", "show_unchanged", is_flag=True, help="List unchanged monitors too.")
+@click.option("--allow-mass-stop", is_flag=True,
+              help="Plan as `apply --allow-mass-stop` would (stops not held).")
+@click.pass_context
+def command(ctx: click.Context, as_json: bool, out: Path | None, detailed_exitcode: bool,
+            no_color: bool, show_unchanged: bool, allow_mass_stop: bool) -> int:
+    """Show what a reconcile would start, stop, replace and update on this device.
+
+    Invalid files do not hide the rest: valid monitors are planned, and an invalid
+    one is shown kept at its last applied version with its error.
+    """
+    from reconciler.daemon import handover
+    from reconciler.render import plan as render
+
+    cfg = ctx.find_root().obj.settings()
+    plan = handover.current_plan(cfg, allow_mass_stop=allow_mass_stop)
+    if out is not None:
+        from reconciler.state import atomic
+
+        try:
+            atomic.write_bytes(out, (json.dumps(plan.to_json(), indent=2) + "\n").encode(),
+                               durable=True)
+        except OSError as e:
+            raise errors.UsageError(f"{out}: cannot write the plan: {e.strerror}") from e
+    if as_json:
+        click.echo(render.as_json(plan), nl=False)
+    else:
+        color = not no_color and sys.stdout.isatty()
+        click.echo(render.text(plan, color=color, show_unchanged=show_unchanged), nl=False,
+                   color=color)
+        if out is not None:
+            click.echo(f"Saved the plan to {out}: apply it with `monitors apply {out}`.")
+    if detailed_exitcode and plan.has_changes:
+        return errors.ExitCode.CHANGES
+    return errors.ExitCode.OK

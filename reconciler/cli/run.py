@@ -1,0 +1,56 @@
+"""``monitors run [--once] [--resync 60s] [--allow-mass-stop] [--demo]``: the daemon, foreground.
+
+Exit codes: 0 after SIGTERM/SIGINT (a clean stop) or after ``--once``; 2 when
+another daemon holds the state directory (the message names its pid); 1 for
+unusable configuration.
+"""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from reconciler import durations, errors
+
+
+def _duration(_: click.Context, __: click.Parameter, value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        return durations.parse(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from e
+
+
+@click.command("run")
+@click.option("--once", is_flag=True,
+              help="One reconcile and one poll of every owned monitor, wait for the fires "
+              "it caused to be dispatched, then exit (cron, CI smoke tests).")
+@click.option("--wait", default="30s", show_default=True, callback=_duration,
+              help="With --once: how long to wait for polls and then for dispatches.")
+@click.option("--resync", default=None, callback=_duration,
+              help="Seconds between periodic resyncs [default: monitors.toml daemon.resync, "
+              "else 60s].")
+@click.option("--debounce", default="50ms", show_default=True, callback=_duration,
+              help="Quiet time after a file event before reconciling.")
+@click.option("--allow-mass-stop", is_flag=True,
+              help="Never hold stops for the mass-stop guard.")
+@click.option("--demo", is_flag=True,
+              help="Also rewrite <state>/demo/tick.txt every 15s so a file monitor has "
+              "something to see (make run).")
+@click.pass_context
+def command(ctx: click.Context, once: bool, wait: float, resync: float | None,
+            debounce: float, allow_mass_stop: bool, demo: bool) -> int:
+    """Run the reconciler daemon in the foreground (Ctrl-C stops it cleanly)."""
+    from reconciler.daemon import main as daemon_main
+
+    cfg = ctx.find_root().obj.settings()
+    daemon_main.setup_logging(timestamps=bool(os.environ.get("MONITORS_LOG_TIMESTAMPS")))
+    options = daemon_main.Options(
+        once=once, once_wait=wait or daemon_main.DEFAULT_ONCE_WAIT,
+        resync=resync if resync is not None else daemon_main.resync_seconds(cfg),
+        debounce=debounce if debounce is not None else 0.05,
+        allow_mass_stop=allow_mass_stop, demo=demo)
+    rc = daemon_main.Daemon(cfg, options).run()
+    return errors.ExitCode(rc)

@@ -1,0 +1,238 @@
+"""``monitors test NAME [--json] [--replay FILE]``: evaluate one monitor, act on nothing.
+
+A dry run observes the source once and decides against the stored state
+(``daemon.evaluator.dry_run``); ``--replay`` feeds scripted observations through
+the real condition logic from an empty state (``conditions.replay``). Neither
+takes an action nor writes a byte of state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from reconciler import errors
+from reconciler.model import Monitor
+from reconciler.settings import Settings
+
+OBSERVATION_LINES = 20
+OBSERVATION_CHARS = 2000
+
+
+def find(settings: Settings, name: str) -> Monitor:
+    """The resolved monitor ``name`` from the layers.
+
+    Raises:
+        errors.NotFoundError: no layer defines it.
+        errors.ConfigError: its file is invalid (the first problem is named).
+    """
+    from reconciler.config import loader
+
+    loaded = loader.load(settings)
+    monitor = loaded.monitors.get(name)  # type: ignore[call-overload]
+    if monitor is not None:
+        return monitor
+    if name in loaded.invalid:
+        file = loaded.invalid[name]  # type: ignore[index]
+        first = next((p for p in loaded.problems if Path(p.file).name == Path(file).name), None)
+        detail = first.format() if first is not None else f"{file}: invalid"
+        raise errors.ConfigError(f"monitor {name!r} is invalid: {detail}")
+    raise errors.NotFoundError(
+        f"no monitor named {name!r} (see `monitors list`; files live in {settings.user_dir})")
+
+
+def summary_line(monitor: Monitor) -> str:
+    """``poll: cmd every 30s  ·  match /fail/  ·  run claude``."""
+    from reconciler.daemon import views
+
+    return "  ·  ".join((views.describe_source(monitor.source),
+                         views.describe_condition(monitor.condition),
+                         views.describe_action(monitor.action)))
+
+
+def shorten(text: str) -> tuple[str, bool]:
+    """At most ``OBSERVATION_LINES`` lines and ``OBSERVATION_CHARS`` characters."""
+    lines = text.splitlines()
+    short = "\n".join(lines[:OBSERVATION_LINES])
+    if len(short) > OBSERVATION_CHARS:
+        short = short[:OBSERVATION_CHARS]
+    return short, short != text.rstrip("\n")
+
+
+def action_preview(monitor: Monitor, event: Any) -> dict[str, Any]:
+    """What the action would do with ``event`` (templates rendered, nothing run)."""
+    from reconciler.actions import templating
+
+    action = monitor.action
+    kind = str(action["type"])
+    out: dict[str, Any] = {"type": kind}
+    template = {"run": "prompt", "routine": "prompt", "notify": "message"}.get(kind)
+    if template and action.get(template) is not None:
+        try:
+            out[template] = templating.render(str(action[template]),
+                                              templating.context(monitor, event))
+        except errors.ActionError as e:
+            out["error"] = str(e)
+    if kind == "run":
+        who = action.get("agent") or " ".join(action.get("command") or [])
+        out["text"] = f"would run {who} with the prompt below"
+    elif kind == "routine":
+        out["text"] = f"would fire routine {action.get('routine')}"
+    elif kind == "notify":
+        out["text"] = f"would notify {action.get('channel') or 'the default channels'}"
+    else:
+        out["text"] = f"would POST the event JSON to {action.get('url')}"
+    return out
+
+
+def _dry_run(settings: Settings, monitor: Monitor) -> Any:
+    from reconciler import fleet, sources
+    from reconciler.daemon import evaluator
+    from reconciler.state import store as store_mod
+
+    store = store_mod.Store(settings.state_dir, readonly=True)
+    fleet_ = fleet.load(settings.fleet_file)
+
+    async def go() -> evaluator.DryRun:
+        ctx = sources.SourceContext.create(store=store, fleet=fleet_, settings=settings,
+                                           dry_run=True)
+        try:
+            return await evaluator.dry_run(monitor, store=store, ctx=ctx)
+        finally:
+            await ctx.aclose()
+
+    return asyncio.run(go())
+
+
+def _as_json(result: Any) -> dict[str, Any]:
+    d, obs = result.decision, result.observation
+    data: dict[str, Any] = {
+        "monitor": result.monitor.name,
+        "summary": summary_line(result.monitor),
+        "fingerprint": result.monitor.fingerprint,
+        "error": result.error,
+        "autoPaused": result.paused,
+        "storedState": result.previous,
+        "observation": None,
+        "wouldFire": bool(d and d.fire and not result.paused),
+        "reason": str(d.reason) if d else None,
+        "signature": d.signature if d else None,
+        "event": result.event.to_json() if result.event else None,
+        "action": None,
+    }
+    if obs is not None:
+        data["observation"] = {"text": obs.text, "meta": dict(obs.meta),
+                               "afterIgnore": d.observation if d else obs.text}
+    if result.event is not None:
+        data["action"] = action_preview(result.monitor, result.event)
+    return data
+
+
+def _text(result: Any) -> str:
+    monitor = result.monitor
+    lines = [f"Dry run: {monitor.name}", "", f"  {summary_line(monitor)}", ""]
+    obs, d = result.observation, result.decision
+    lines.append("Observation")
+    short, cut = shorten(obs.text)
+    lines += [f"  {line}" for line in (short.splitlines() or ["(empty)"])]
+    if cut:
+        lines.append(f"  … (shortened; {len(obs.text)} characters, "
+                     f"{len(obs.text.splitlines())} lines)")
+    meta = json.dumps(dict(obs.meta), ensure_ascii=False, separators=(",", ":"), default=str)
+    lines.append(f"  meta: {meta}")
+    if monitor.condition.get("ignore") and d.observation != obs.text:
+        after, _ = shorten(d.observation)
+        lines.append("  after ignore:")
+        lines += [f"    {line}" for line in after.splitlines()]
+    lines.append("")
+    fire = d.fire and not result.paused
+    why = str(d.reason) + (f"; auto-paused: {result.paused}" if result.paused else "")
+    lines.append(f"Would fire: {'yes' if fire else 'no'} ({why})")
+    if result.previous is None:
+        lines.append("  stored state: none (this observation would be the baseline)"
+                     if monitor.condition.get("mode", "on-change") == "on-change"
+                     else "  stored state: none")
+    else:
+        lines.append(f"  stored state: last signature "
+                     f"{json.dumps(result.previous.get('lastSignature'), ensure_ascii=False)}")
+    lines += ["", "Event" + ("" if fire else " (what a fire would send)")]
+    event = result.event
+    lines.append(f"  summary: {event.summary}")
+    lines.append(f"  signature: {event.signature}")
+    if event.groups:
+        lines.append(f"  groups: {json.dumps(list(event.groups), ensure_ascii=False)}")
+    preview = action_preview(monitor, event)
+    lines.append(f"  → {preview['text']}")
+    for key in ("prompt", "message"):
+        if key in preview:
+            lines += [f"    {line}" for line in str(preview[key]).splitlines()]
+    if "error" in preview:
+        lines.append(f"    {preview['error']}")
+    lines += ["", "(dry run: no action taken, no state written)"]
+    return "\n".join(lines) + "\n"
+
+
+def _replay(monitor: Monitor, file: Path, as_json: bool) -> int:
+    import yaml
+
+    from reconciler.conditions import replay
+
+    try:
+        doc = yaml.load(file.read_text(encoding="utf-8"),
+                        Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except OSError as e:
+        raise errors.UsageError(f"{file}: cannot read: {e.strerror or e}") from e
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        raise errors.ConfigError(f"{file}: invalid YAML: {e}") from e
+    steps = replay.parse(doc, file=str(file))
+    results = replay.replay(monitor, steps)
+    mismatches = sum(1 for r in results if r.mismatch)
+    fires = sum(1 for r in results if r.fire)
+    if as_json:
+        click.echo(json.dumps({
+            "monitor": monitor.name, "file": str(file), "mismatches": mismatches,
+            "fires": fires,
+            "steps": [{"step": r.step.index, "fire": r.fire, "reason": r.reason,
+                       "signature": r.signature, "summary": r.summary,
+                       "mismatch": r.mismatch} for r in results],
+        }, indent=2, ensure_ascii=False))
+    else:
+        click.echo(f"Replay: {monitor.name} ({len(steps)} steps from {file})")
+        for r in results:
+            what = r.step.error if r.step.error is not None else r.step.text or ""
+            shown = json.dumps(what[:60], ensure_ascii=False)
+            mark = "FIRE" if r.fire else "-"
+            line = f"  {r.step.index:>3}  {mark:<4}  {r.reason:<21}  {shown}"
+            if r.mismatch:
+                line += f"\n       MISMATCH: {r.mismatch}"
+            click.echo(line)
+        click.echo(f"{len(steps)} steps, {fires} fire(s), {mismatches} mismatch(es)")
+    return int(errors.ExitCode.ERROR) if mismatches else int(errors.ExitCode.OK)
+
+
+@click.command("test")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--replay", "replay_file", type=click.Path(path_type=Path, dir_okay=False),
+              help="Feed the scripted observations in FILE (YAML) through the condition "
+              "from an empty state; exit 1 on any expectation mismatch.")
+@click.pass_context
+def command(ctx: click.Context, name: str, as_json: bool, replay_file: Path | None) -> int:
+    """Evaluate one monitor once: the observation, whether it would fire and why,
+    and the event and action. Takes no action and writes no state."""
+    settings = ctx.find_root().obj.settings()
+    monitor = find(settings, name)
+    if replay_file is not None:
+        return _replay(monitor, replay_file, as_json)
+    result = _dry_run(settings, monitor)
+    if as_json:
+        click.echo(json.dumps(_as_json(result), indent=2, ensure_ascii=False, default=str))
+        return int(errors.ExitCode.ERROR) if result.error else int(errors.ExitCode.OK)
+    if result.error:
+        raise errors.SourceError(f"{name}: {result.error}", kind="check")
+    click.echo(_text(result), nl=False)
+    return int(errors.ExitCode.OK)

@@ -1,0 +1,21 @@
+"""``monitors view NAME [--json]``: one monitor in full."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command("view")
+@click.argument("name")
+@click.option("--fires", default=10, show_default=True, help="Recent fires to show.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def command(ctx: click.Context, name: str, fires: int, as_json: bool) -> int:
+    """Show one monitor: resolved config with origin and scope, fingerprint, liveness,
+    current condition state and recent fires."""
+    from reconciler.daemon import views
+    from reconciler.render import monitors as render
+
+    data = views.view(ctx.find_root().obj.settings(), name, fires=fires)
+    click.echo(render.as_json(data) if as_json else render.view(data), nl=False)
+    return 0

@@ -1,0 +1,133 @@
+"""Replay: a scripted sequence of observations through the real condition logic.
+
+``monitors test NAME --replay FILE`` unit-tests a monitor before it ever runs, as
+``promtool test rules`` does for alert rules. Pure: the caller loads the YAML.
+
+File format (a list of steps, or a mapping with ``steps:``)::
+
+    steps:
+      - text: "fail build 7"        # an observation (text, optional meta)
+        meta: {exitCode: 1}
+        fire: true                  # optional expectations
+        reason: matched new signature
+      - error: "timeout: took 30s"  # a check error: never fires, state unchanged
+        fire: false
+      - text: pass
+        reason: no match
+
+Replay starts from an empty state and persists the state exactly as the engine
+does (``Decision.persist``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from reconciler import conditions, errors
+from reconciler.model import Monitor, Observation
+
+STEP_KEYS = frozenset({"text", "meta", "error", "fire", "reason"})
+ERROR_REASON = "error"
+REASONS = frozenset({*(str(r) for r in conditions.Reason), ERROR_REASON})
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One scripted step (``index`` is 1-based)."""
+
+    index: int
+    text: str | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    fire: bool | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    """What a step did: ``fire``, ``reason`` (``error`` for a check error), the
+    signature and summary, and the mismatch with its expectation (None when none)."""
+
+    step: Step
+    fire: bool
+    reason: str
+    signature: str = ""
+    summary: str = ""
+    mismatch: str | None = None
+
+
+def parse(doc: Any, *, file: str) -> list[Step]:
+    """Steps from a loaded replay document.
+
+    Raises:
+        errors.ConfigError: ``file: steps[N]: what is wrong``.
+    """
+    raw = doc.get("steps") if isinstance(doc, Mapping) else doc
+    if isinstance(doc, Mapping) and set(doc) - {"steps"}:
+        extra = ", ".join(sorted(str(k) for k in set(doc) - {"steps"}))
+        raise errors.ConfigError(f"{file}: unknown top-level key(s): {extra} (expected steps)")
+    if not isinstance(raw, list) or not raw:
+        raise errors.ConfigError(f"{file}: expected a non-empty list of steps (or steps: [...])")
+    steps: list[Step] = []
+    for i, item in enumerate(raw, start=1):
+        where = f"{file}: steps[{i}]"
+        if isinstance(item, str):
+            item = {"text": item}
+        if not isinstance(item, Mapping):
+            raise errors.ConfigError(f"{where}: expected a mapping with text or error")
+        unknown = set(item) - STEP_KEYS
+        if unknown:
+            raise errors.ConfigError(f"{where}: unknown key(s) {', '.join(sorted(unknown))} "
+                                     f"(allowed: {', '.join(sorted(STEP_KEYS))})")
+        if ("text" in item) == ("error" in item):
+            raise errors.ConfigError(f"{where}: give exactly one of text or error")
+        text, error = item.get("text"), item.get("error")
+        if text is not None and not isinstance(text, str):
+            raise errors.ConfigError(f"{where}: text: expected a string (quote it)")
+        if error is not None and not isinstance(error, str):
+            raise errors.ConfigError(f"{where}: error: expected a string")
+        meta = item.get("meta") or {}
+        if not isinstance(meta, Mapping):
+            raise errors.ConfigError(f"{where}: meta: expected a mapping")
+        fire = item.get("fire")
+        if fire is not None and not isinstance(fire, bool):
+            raise errors.ConfigError(f"{where}: fire: expected true or false")
+        reason = item.get("reason")
+        if reason is not None and reason not in REASONS:
+            raise errors.ConfigError(f"{where}: reason: {reason!r} is not one of "
+                                     f"{', '.join(sorted(REASONS))}")
+        steps.append(Step(i, text, dict(meta), error, fire, reason))
+    return steps
+
+
+def replay(monitor: Monitor, steps: list[Step]) -> list[StepResult]:
+    """Run ``steps`` through ``conditions.decide`` from an empty state.
+
+    Raises:
+        re.error: a condition regex does not compile.
+    """
+    state: dict[str, Any] | None = None
+    out: list[StepResult] = []
+    for step in steps:
+        if step.error is not None:
+            fire, reason, sig, summary = False, ERROR_REASON, "", step.error
+        else:
+            decision = conditions.decide(monitor, Observation(step.text or "", step.meta), state)
+            if decision.persist:
+                state = decision.state
+            fire, reason = decision.fire, str(decision.reason)
+            sig, summary = decision.signature, decision.summary
+        problems = []
+        if step.fire is not None and step.fire != fire:
+            problems.append(f"expected fire: {_yn(step.fire)}, got {_yn(fire)}")
+        if step.reason is not None and step.reason != reason:
+            problems.append(f"expected reason {step.reason!r}, got {reason!r}")
+        out.append(StepResult(step, fire, reason, sig, summary,
+                              "; ".join(problems) if problems else None))
+    return out
+
+
+def _yn(value: bool) -> str:
+    return "yes" if value else "no"

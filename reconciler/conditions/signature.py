@@ -1,0 +1,53 @@
+"""Signatures: ``ignore`` removal, the ``dedupeKey`` and the summary. Pure."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from collections.abc import Sequence
+
+MAX_PLAIN = 256
+"""Signatures longer than this many characters are stored as ``sha256:<hex>``."""
+
+SUMMARY_CHARS = 1000
+
+
+@functools.lru_cache(maxsize=8192)
+def compiled(pattern: str) -> re.Pattern[str]:
+    """``re.compile`` with a cache sized for thousands of monitors.
+
+    Raises:
+        re.error: the pattern does not compile.
+    """
+    return re.compile(pattern)
+
+
+def apply_ignore(text: str, patterns: Sequence[str]) -> str:
+    """``text`` with every match of each ``patterns`` regex removed, in order."""
+    for pattern in patterns:
+        text = compiled(pattern).sub("", text)
+    return text
+
+
+def key(text: str, dedupe: str | None) -> str:
+    """The dedupe key of ``text``: the first match of ``dedupe`` (group 1 when the
+    regex has groups), or the whole text when ``dedupe`` is unset or does not match."""
+    if dedupe:
+        m = compiled(dedupe).search(text)
+        if m is not None:
+            return (m.group(1) or "") if m.re.groups else m.group(0)
+    return text
+
+
+def of(key_text: str) -> str:
+    """The stored signature of a key: the key itself when short, else ``sha256:<hex>``."""
+    if len(key_text) <= MAX_PLAIN:
+        return key_text
+    return "sha256:" + hashlib.sha256(key_text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def shorten(text: str, limit: int = SUMMARY_CHARS) -> str:
+    """``text`` stripped and cut to ``limit`` characters (an ellipsis marks the cut)."""
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"

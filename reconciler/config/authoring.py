@@ -1,0 +1,608 @@
+"""Authoring: the rules behind ``add``, ``remove``, ``edit`` and the overlay commands.
+
+The CLI parses flags into an ``AddRequest`` and calls in here; everything a user
+can get wrong is raised as a one-line ``errors.MonitorsError``:
+
+* ``build_doc``: flags -> a monitor document (exactly one source, at most one
+  condition, exactly one action, placement, rate limit), then checked against
+  ``schemas/monitor.schema.json`` and the regexes compiled, before anything is
+  written.
+* ``conflicts``: the name is taken in either layer, or the behaviour (the
+  fingerprint, DESIGN.md §2) already exists under another name in either layer
+  (shadowed built-ins included; a paused duplicate is still a duplicate).
+* ``pid_alive``: ``--watch-pid`` refuses a dead pid unless forced.
+* ``find``: where a monitor is defined (user file, built-in, or both).
+* ``remove``/``copy_builtin``: delete a user file (never a built-in), and make a
+  shadowing user copy of a built-in for ``edit``.
+
+No click and no printing here. Never writes into ``system/``.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reconciler import durations, errors
+from reconciler.config import normalize, schemas, writer
+from reconciler.model import Monitor, Pause, Scope
+from reconciler.settings import Settings
+
+NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+DEVICE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+SUFFIXES = (".yml", ".yaml")
+WEBHOOK_PROVIDERS = ("github", "linear")
+
+SOURCE_FLAGS = ("--poll", "--watch", "--watch-pid", "--poll-http", "--watch-file",
+                "--watch-device", "--ws", "--on")
+ACTION_FLAGS = ("--run", "--routine", "--notify", "--webhook-out")
+
+
+@dataclass(frozen=True)
+class AddRequest:
+    """The flags of ``monitors add NAME`` (None / empty: not given).
+
+    Attributes:
+        poll, poll_http: ``(command or URL, interval)``.
+        on: ``SRC:EVENT`` values (one webhook provider, several events).
+        notify: None when ``--notify`` is absent, ``""`` for the default channel.
+        devices: the ``--devices A,B`` list.
+        rate_limit: ``MAX/PER`` such as ``5/1m``.
+        interval: ``--interval`` for file, pid and device sources.
+        labels: ``KEY=VALUE`` strings.
+    """
+
+    name: str
+    poll: tuple[str, str] | None = None
+    watch: str | None = None
+    watch_pid: int | None = None
+    poll_http: tuple[str, str] | None = None
+    watch_file: str | None = None
+    watch_device: str | None = None
+    ws: str | None = None
+    on: tuple[str, ...] = ()
+    on_change: bool = False
+    match: str | None = None
+    every: bool = False
+    dedupe_key: str | None = None
+    run: str | None = None
+    prompt: str | None = None
+    routine: str | None = None
+    notify: str | None = None
+    webhook_out: str | None = None
+    device: str | None = None
+    devices: tuple[str, ...] = ()
+    rate_limit: str | None = None
+    interval: str | None = None
+    description: str | None = None
+    labels: tuple[str, ...] = ()
+    force: bool = False
+
+
+def check_name(name: str) -> None:
+    """Raise ``errors.UsageError`` unless ``name`` is a valid monitor name."""
+    if not NAME_RE.fullmatch(name):
+        raise errors.UsageError(
+            f"{name!r} is not a valid monitor name: lowercase letters, digits and -, "
+            "starting with a letter, at most 63 characters"
+        )
+
+
+def check_device(device: str, *, flag: str = "--device") -> None:
+    """Raise ``errors.UsageError`` unless ``device`` is a valid device name."""
+    if not DEVICE_RE.fullmatch(device):
+        raise errors.UsageError(
+            f"{flag}: {device!r} is not a valid device name (letters, digits, '.', '_', '-')"
+        )
+
+
+def split_devices(value: str) -> tuple[str, ...]:
+    """``"a, b"`` -> ``("a", "b")``, each checked.
+
+    Raises:
+        errors.UsageError: empty list or an invalid name.
+    """
+    devices = tuple(d.strip() for d in value.split(",") if d.strip())
+    if not devices:
+        raise errors.UsageError("--devices: expected a comma-separated list such as a,b")
+    for d in devices:
+        check_device(d, flag="--devices")
+    if len(set(devices)) != len(devices):
+        raise errors.UsageError(f"--devices: a device is listed twice in {value!r}")
+    return devices
+
+
+def parse_labels(values: Iterable[str], *, flag: str = "--label") -> dict[str, str]:
+    """``["team=ci", ...]`` -> ``{"team": "ci"}``.
+
+    Raises:
+        errors.UsageError: an entry without ``=`` or with an empty key.
+    """
+    out: dict[str, str] = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise errors.UsageError(f"{flag}: expected KEY=VALUE, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def parse_rate_limit(value: str) -> dict[str, Any]:
+    """``"5/1m"`` -> ``{"max": 5, "per": "1m"}``.
+
+    Raises:
+        errors.UsageError: not ``MAX/DURATION`` with MAX >= 1.
+    """
+    count, sep, per = value.partition("/")
+    try:
+        if not sep or not count.strip().isdigit() or int(count) < 1:
+            raise ValueError
+        durations.parse(per.strip())
+    except ValueError:
+        raise errors.UsageError(
+            f"--rate-limit: expected MAX/DURATION such as 5/1m, got {value!r}"
+        ) from None
+    return {"max": int(count), "per": per.strip()}
+
+
+def _interval(value: str, flag: str) -> str:
+    try:
+        seconds = durations.parse(value)
+    except ValueError as e:
+        raise errors.UsageError(f"{flag}: {e}") from None
+    if not durations.MIN_INTERVAL <= seconds <= durations.MAX_INTERVAL:
+        raise errors.UsageError(f"{flag}: interval {value!r} is outside 500ms..7d")
+    return value
+
+
+def _regex(value: str, flag: str) -> str:
+    try:
+        re.compile(value)
+    except re.error as e:
+        raise errors.UsageError(f"{flag}: invalid regex {value!r}: {e}") from None
+    return value
+
+
+def build_source(req: AddRequest) -> dict[str, Any]:
+    """The ``source`` mapping for the one source flag given.
+
+    Raises:
+        errors.UsageError: no source flag, or more than one.
+    """
+    given = [flag for flag, value in zip(SOURCE_FLAGS, (
+        req.poll, req.watch, req.watch_pid, req.poll_http, req.watch_file, req.watch_device,
+        req.ws, req.on or None), strict=True) if value is not None]
+    if len(given) != 1:
+        which = "none" if not given else ", ".join(given)
+        raise errors.UsageError(f"add: give exactly one source ({', '.join(SOURCE_FLAGS)}); "
+                                f"got {which}")
+    if req.interval is not None and given[0] not in ("--watch-pid", "--watch-file",
+                                                     "--watch-device"):
+        raise errors.UsageError(
+            "--interval applies to --watch-pid, --watch-file and --watch-device; --poll and "
+            "--poll-http take their interval as a second value"
+        )
+    interval = _interval(req.interval, "--interval") if req.interval else None
+    if req.poll is not None:
+        return {"type": "poll", "command": req.poll[0], "interval": _interval(req.poll[1],
+                                                                              "--poll")}
+    if req.watch is not None:
+        return {"type": "command", "command": req.watch}
+    if req.watch_pid is not None:
+        if req.watch_pid < 1:
+            raise errors.UsageError(f"--watch-pid: {req.watch_pid} is not a process id")
+        force = not pid_alive(req.watch_pid)
+        if force and not req.force:
+            raise errors.UsageError(
+                f"--watch-pid: process {req.watch_pid} is not running; refusing to arm a "
+                "watch on a dead pid (pass --force when it is about to be spawned)"
+            )
+        return {"type": "pid", "pid": req.watch_pid, "interval": interval,
+                "force": True if force else None}
+    if req.poll_http is not None:
+        url = req.poll_http[0]
+        if not re.match(r"^https?://", url):
+            raise errors.UsageError(f"--poll-http: expected an http:// or https:// URL, "
+                                    f"got {url!r}")
+        return {"type": "poll-http", "url": url,
+                "interval": _interval(req.poll_http[1], "--poll-http")}
+    if req.watch_file is not None:
+        return {"type": "file", "path": req.watch_file, "interval": interval}
+    if req.watch_device is not None:
+        return {"type": "device", "device": req.watch_device, "interval": interval}
+    if req.ws is not None:
+        if not re.match(r"^wss?://", req.ws):
+            raise errors.UsageError(f"--ws: expected a ws:// or wss:// URL, got {req.ws!r}")
+        return {"type": "ws", "url": req.ws}
+    providers, events = set(), []
+    for item in req.on:
+        provider, sep, event = item.partition(":")
+        if not sep or provider not in WEBHOOK_PROVIDERS or not event:
+            raise errors.UsageError(
+                f"--on: expected SRC:EVENT with SRC one of {', '.join(WEBHOOK_PROVIDERS)} "
+                f"(e.g. github:pull_request), got {item!r}"
+            )
+        providers.add(provider)
+        events.append(event)
+    if len(providers) > 1:
+        raise errors.UsageError("--on: one webhook provider per monitor; got "
+                                + ", ".join(sorted(providers)))
+    return {"type": "webhook", "provider": providers.pop(), "events": events}
+
+
+def build_condition(req: AddRequest) -> dict[str, Any] | None:
+    """The ``condition`` mapping, or None for the default (``on-change``; a pid
+    source's default fires on exit).
+
+    Raises:
+        errors.UsageError: more than one of ``--on-change``, ``--match``, ``--every``,
+            or a regex that does not compile.
+    """
+    modes = [f for f, on in (("--on-change", req.on_change), ("--match", req.match is not None),
+                             ("--every", req.every)) if on]
+    if len(modes) > 1:
+        raise errors.UsageError(f"add: give at most one condition; got {', '.join(modes)}")
+    cond: dict[str, Any] = {}
+    if req.match is not None:
+        cond = {"mode": "match", "match": _regex(req.match, "--match")}
+    elif req.every:
+        cond = {"mode": "every"}
+    elif req.on_change:
+        cond = {"mode": "on-change"}
+    if req.dedupe_key is not None:
+        cond["dedupeKey"] = _regex(req.dedupe_key, "--dedupe-key")
+    if cond.get("mode") == "on-change" and req.watch_pid is None:
+        del cond["mode"]  # the default, left implicit (a pid source defaults to exit)
+    return cond or None
+
+
+def build_action(req: AddRequest) -> dict[str, Any]:
+    """The ``action`` mapping for the one action flag given.
+
+    Raises:
+        errors.UsageError: no action, more than one, ``--run`` without ``--prompt``,
+            ``--prompt`` with an action that takes none.
+    """
+    given = [flag for flag, value in zip(ACTION_FLAGS, (
+        req.run, req.routine, req.notify, req.webhook_out), strict=True) if value is not None]
+    if len(given) != 1:
+        which = "none" if not given else ", ".join(given)
+        raise errors.UsageError(f"add: give exactly one action ({', '.join(ACTION_FLAGS)}); "
+                                f"got {which}")
+    if req.prompt is not None and req.run is None and req.routine is None:
+        raise errors.UsageError("--prompt goes with --run or --routine")
+    if req.run is not None:
+        if not req.run:
+            raise errors.UsageError("--run: name an agent (configured in monitors.toml [agents])")
+        if req.prompt is None:
+            raise errors.UsageError("--run needs --prompt TEXT (the event is {event})")
+        return {"type": "run", "agent": req.run, "prompt": req.prompt}
+    if req.routine is not None:
+        return {"type": "routine", "routine": req.routine, "prompt": req.prompt}
+    if req.notify is not None:
+        return {"type": "notify", "channel": req.notify or None}
+    url = req.webhook_out or ""
+    if not re.match(r"^https?://", url):
+        raise errors.UsageError(f"--webhook-out: expected an http:// or https:// URL, got {url!r}")
+    return {"type": "webhook-out", "url": url}
+
+
+def build_doc(req: AddRequest) -> dict[str, Any]:
+    """The monitor document ``add`` writes, schema-checked.
+
+    Raises:
+        errors.UsageError: any bad flag or combination (one line naming the flag).
+    """
+    check_name(req.name)
+    if req.device and req.devices:
+        raise errors.UsageError("give --device (the owner) or --devices (an allowlist), not both")
+    if req.device:
+        check_device(req.device)
+    for d in req.devices:
+        check_device(d, flag="--devices")
+    doc: dict[str, Any] = {
+        "name": req.name,
+        "description": req.description or None,
+        "source": build_source(req),
+        "condition": build_condition(req),
+        "action": build_action(req),
+        "labels": parse_labels(req.labels) or None,
+        "device": req.device or None,
+        "devices": list(req.devices) or None,
+        "rateLimit": parse_rate_limit(req.rate_limit) if req.rate_limit else None,
+    }
+    doc = writer.canonical_monitor(doc)
+    check_schema(doc)
+    return doc
+
+
+def check_schema(doc: Mapping[str, Any]) -> None:
+    """Validate ``doc`` against the monitor schema.
+
+    Raises:
+        errors.UsageError: ``field: message`` of the first schema error.
+    """
+    errs = sorted(schemas.validator("monitor").iter_errors(doc),
+                  key=lambda e: [str(p) for p in e.instance_path])
+    if errs:
+        first = errs[0]
+        where = ".".join(str(p) for p in first.instance_path) or "(top)"
+        raise errors.UsageError(f"add: {where}: {first.message}")
+
+
+def pid_alive(pid: int) -> bool:
+    """True when process ``pid`` exists (``kill(pid, 0)``; EPERM counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError as e:
+        return e.errno == errno.EPERM
+    return True
+
+
+# -- where monitors live -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Found:
+    """Where a monitor name is defined: its user file and/or its built-in file."""
+
+    name: str
+    user: Path | None = None
+    system: Path | None = None
+
+    @property
+    def exists(self) -> bool:
+        """Defined in at least one layer."""
+        return self.user is not None or self.system is not None
+
+
+def _layer_file(folder: Path, name: str) -> Path | None:
+    """``folder/NAME.yml`` or ``.yaml`` (the loader reads files directly in a layer)."""
+    for suffix in SUFFIXES:
+        path = folder / f"{name}{suffix}"
+        if path.is_file():
+            return path
+    return None
+
+
+def find(settings: Settings, name: str, *, loaded: Any = None) -> Found:
+    """Where ``name`` is defined. ``loaded`` (a ``loader.LoadResult``) is consulted
+    first for a monitor's origin; the layer folders are searched for ``NAME.yml``
+    and ``NAME.yaml`` otherwise (so an invalid file is still found)."""
+    user = system = None
+    if loaded is not None:
+        monitor = loaded.monitors.get(name)
+        if monitor is not None:
+            if monitor.scope is Scope.USER:
+                user = Path(monitor.origin)
+            else:
+                system = Path(monitor.origin)
+        shadow = getattr(loaded, "shadowed", {}).get(name)
+        if shadow is not None:
+            user, system = Path(shadow.user_file), Path(shadow.system_file)
+    overlays = settings.overlays_dir.resolve()
+    if user is None:
+        candidate = _layer_file(settings.user_dir, name)
+        if candidate is not None and not candidate.resolve().is_relative_to(overlays):
+            user = candidate
+    if system is None:
+        system = _layer_file(settings.system_dir, name)
+    return Found(name, user, system)
+
+
+# -- duplicates --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Why ``add`` refuses: ``kind`` is ``name`` or ``behaviour``."""
+
+    kind: str
+    message: str
+
+
+def _shadowed_monitors(loaded: Any) -> list[Monitor]:
+    out: list[Monitor] = []
+    from reconciler.config import yamlload
+
+    for name, shadow in getattr(loaded, "shadowed", {}).items():
+        doc, _problems = yamlload.load(Path(shadow.system_file))
+        if doc is None or not isinstance(doc.data, dict):
+            continue
+        try:
+            out.append(normalize.monitor(doc.data, name=name, scope=Scope.SYSTEM,
+                                         origin=Path(shadow.system_file)))
+        except (KeyError, TypeError, ValueError):
+            continue
+    return out
+
+
+def existing_monitors(loaded: Any) -> list[Monitor]:
+    """Every monitor of both layers: the resolved set plus shadowed built-ins."""
+    return [*loaded.monitors.values(), *_shadowed_monitors(loaded)]
+
+
+def conflicts(settings: Settings, monitor: Monitor, *, loaded: Any) -> list[Conflict]:
+    """Name and behaviour collisions of a new ``monitor`` with both layers.
+
+    Args:
+        loaded: a ``loader.LoadResult`` of the current repository.
+    """
+    out: list[Conflict] = []
+    found = find(settings, monitor.name, loaded=loaded)
+    if found.exists:
+        where = found.user or found.system
+        out.append(Conflict("name", f"a monitor named {monitor.name!r} already exists "
+                                    f"({_shown(settings, where)})"))
+    seen: set[str] = set()
+    for other in existing_monitors(loaded):
+        if other.fingerprint != monitor.fingerprint or other.name == monitor.name:
+            continue
+        key = f"{other.name}:{other.scope}"
+        if key in seen:
+            continue
+        seen.add(key)
+        layer = "built-in" if other.scope is Scope.SYSTEM else "user monitor"
+        shown = _shown(settings, other.origin)
+        out.append(Conflict("behaviour", f"{layer} {other.name!r} ({shown}) already watches "
+                                         "this source, decides the same way and does the same "
+                                         "thing"))
+    return out
+
+
+def _shown(settings: Settings, path: Path | None) -> str:
+    if path is None:
+        return "?"
+    try:
+        return str(Path(path).resolve().relative_to(settings.root))
+    except ValueError:
+        return str(path)
+
+
+# -- remove and edit ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Removed:
+    """What ``remove`` did: the deleted file, an orphaned overlay deleted with it,
+    and the built-in that applies again (when the user file shadowed one)."""
+
+    path: Path
+    overlay: Path | None = None
+    builtin: Path | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def remove(settings: Settings, name: str, *, loaded: Any = None) -> Removed:
+    """Delete the user file of ``name``; a built-in is never removed.
+
+    When no layer defines ``name`` afterwards, its overlay is deleted too.
+
+    Raises:
+        errors.NotFoundError: no monitor called ``name``.
+        errors.UsageError: ``name`` is a built-in only (the message says to pause it).
+    """
+    found = find(settings, name, loaded=loaded)
+    if found.user is None:
+        if found.system is not None:
+            raise errors.UsageError(
+                f"{name} is a built-in ({_shown(settings, found.system)}); built-ins cannot be "
+                f"removed (system/ is pull-only): pause it with `monitors pause {name}`"
+            )
+        raise errors.NotFoundError(f"no monitor named {name!r} in "
+                                   f"{_shown(settings, settings.user_dir)}/")
+    try:
+        found.user.unlink()
+    except OSError as e:
+        raise errors.ConfigError(f"{found.user}: cannot delete: {e.strerror}") from e
+    overlay = None
+    if found.system is None:
+        path = writer.overlay_path(settings, name)
+        if path.exists():
+            try:
+                path.unlink()
+                overlay = path
+            except OSError as e:
+                raise errors.ConfigError(f"{path}: cannot delete: {e.strerror}") from e
+    return Removed(found.user, overlay, found.system)
+
+
+def copy_builtin(settings: Settings, name: str, system_file: Path, *, command: str) -> Path:
+    """Create ``monitors.d/NAME.yml`` as a copy of a built-in (it then shadows it).
+
+    The copy keeps the built-in's bytes below a header saying where it came from
+    and that it no longer receives upstream fixes.
+
+    Raises:
+        errors.ConfigError: the user file exists already or cannot be written.
+    """
+    target = settings.user_dir / f"{name}.yml"
+    if target.exists():
+        raise errors.ConfigError(f"{target}: exists already")
+    body = system_file.read_text(encoding="utf-8")
+    header = (f"# Copied from {_shown(settings, system_file)} by `{command}`.\n"
+              "# This user copy shadows the built-in and no longer receives upstream fixes;\n"
+              "# delete it to follow upstream again.\n")
+    writer.atomic_write(target, header + body)
+    return target
+
+
+def select(monitors: Mapping[str, Monitor], labels: Mapping[str, str]) -> list[Monitor]:
+    """The monitors whose labels include every ``KEY=VALUE`` of ``labels``, by name."""
+    return [m for name, m in sorted(monitors.items())
+            if all(m.labels.get(k) == v for k, v in labels.items())]
+
+
+def command_line(words: Sequence[str]) -> str:
+    """``monitors`` + the shell-quoted words, for generated headers."""
+    import shlex
+
+    return shlex.join(["monitors", *words])
+
+
+# -- overlays: pause, resume, pin, unpin -----------------------------------------------------
+
+
+def targets(settings: Settings, *, name: str | None, labels: Sequence[str],
+            loaded: Any) -> list[str]:
+    """The monitors an overlay command acts on: ``NAME``, or every monitor whose labels
+    match all ``-l KEY=VALUE``.
+
+    Raises:
+        errors.UsageError: both or neither of NAME and ``-l`` given.
+        errors.NotFoundError: no monitor called NAME, or none matches the labels.
+    """
+    if name and labels:
+        raise errors.UsageError("give a monitor NAME or -l KEY=VALUE, not both")
+    if not name and not labels:
+        raise errors.UsageError("give a monitor NAME or -l KEY=VALUE")
+    if name:
+        check_name(name)
+        known = name in loaded.monitors or name in loaded.invalid
+        if not known and not find(settings, name, loaded=loaded).exists:
+            raise errors.NotFoundError(
+                f"no monitor named {name!r} in {_shown(settings, settings.user_dir)}/ or "
+                f"{_shown(settings, settings.system_dir)}/"
+            )
+        return [name]
+    wanted = parse_labels(labels, flag="-l")
+    chosen = [str(m.name) for m in select(loaded.monitors, wanted)]
+    if not chosen:
+        shown = ", ".join(f"{k}={v}" for k, v in wanted.items())
+        raise errors.NotFoundError(f"no monitor has labels {shown}")
+    return chosen
+
+
+def pause(settings: Settings, names: Sequence[str], *, reason: str, until: str | None,
+          author: str, command: str) -> list[Path]:
+    """Write a pause overlay for each of ``names`` (pins kept); returns the overlay paths.
+
+    Args:
+        until: an aware ISO-8601 expiry (``writer.parse_until``), or None.
+        author: ``Name <email>`` from git config, may be empty.
+
+    Raises:
+        errors.ConfigError: an overlay cannot be read or written.
+    """
+    created = writer.now_iso()
+    out = []
+    for name in names:
+        p = Pause(reason=reason, until=until, author=author, created=created)
+        path = writer.write_overlay(settings, name, pause=p, command=command)
+        if path is not None:  # always: a pause is never empty
+            out.append(path)
+    return out
+
+
+def current_overlay(settings: Settings, name: str) -> dict[str, Any]:
+    """The raw mapping of ``name``'s overlay (``{}`` when there is none)."""
+    return writer.read_overlay_doc(writer.overlay_path(settings, name))

@@ -1,0 +1,110 @@
+"""Problems are data: one ``Problem`` per finding, collected across all files, rendered later.
+
+A problem names the file, the 1-based line and column of the offending YAML node,
+the dotted field path (``source.interval``; empty for whole-file problems), a
+message, a severity and a stable rule id (see ``RULES``; the README documents
+them). Nothing here prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from reconciler.model import Severity
+
+# Stable rule ids -> one-line description (the README's table is generated from this).
+RULES: dict[str, str] = {
+    "unreadable": "the file cannot be read (permissions, a directory, vanished)",
+    "file-too-large": "the file is larger than 1 MiB",
+    "encoding": "the file is not UTF-8",
+    "empty-file": "the file holds no YAML document",
+    "yaml-syntax": "the YAML does not parse (or holds more than one document)",
+    "tab": "a tab character where YAML needs spaces",
+    "yaml-tag": "an explicit tag (!!python/..., !custom) that monitors never accept",
+    "yaml-aliases": "anchors and aliases expand past the limit (alias bomb) or recurse",
+    "duplicate-key": "a key appears twice in one mapping (YAML would keep the last silently)",
+    "yaml11-bool": "unquoted yes/no/on/off/y/n: YAML 1.1 reads a boolean where text was meant",
+    "yaml11-octal": "unquoted 0777: YAML 1.1 reads an octal number",
+    "yaml11-sexagesimal": "unquoted 1:30: YAML 1.1 reads a base-60 number (90)",
+    "top-level": "the document is not a mapping (a list or a scalar at the top)",
+    "schema": "the document does not match the JSON Schema (type, enum, required, ...)",
+    "unknown-field": "a field the schema does not know (with a did-you-mean suggestion)",
+    "bad-filename": "the file name is not a valid monitor name (<name>.yml)",
+    "name-mismatch": "`name` (or an overlay's `monitor`) differs from the file stem",
+    "duplicate-name": "two files in one layer define the same monitor (or overlay)",
+    "duplicate-fingerprint": "two monitors watch, decide and do the same thing",
+    "bad-regex": "a regex (match, dedupeKey, ignore) does not compile with Python re",
+    "bad-duration": "a duration does not parse (500ms, 30s, 5m, 8h, 1d or integer seconds)",
+    "interval-range": "an interval outside 500ms..7d",
+    "bad-template": "a Jinja2 template (prompt, message) does not parse",
+    "bad-until": "an overlay's pause.until is not an ISO-8601 date-time with a time zone",
+    "overlay-orphan": "an overlay names a monitor that no layer defines",
+    "overlay-expired": "an overlay's pause has expired (the monitor runs again)",
+    "shadowed-redundant": "a user monitor repeats the built-in it shadows (delete it)",
+    "shadowed-diverged": "a user monitor shadows a built-in and differs from it",
+    "coverage": "a match regex names only a success token: silence is not success",
+}
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Problem:
+    """One finding: ``file:line:col: severity: field: message [rule]``.
+
+    Attributes:
+        file: the file as displayed (relative to the working directory when below it).
+        line, col: 1-based position of the offending node (1, 1 for whole-file problems).
+        field: dotted path of the field (``source.interval``, ``devices.1``); may be empty.
+        message: what is wrong and, where possible, how to fix it.
+        severity: error, warning or info.
+        rule: a stable rule id from ``RULES``.
+
+    Problems order by (file, line, col) first, so ``sorted()`` gives report order.
+    """
+
+    file: str
+    line: int
+    col: int
+    field: str
+    message: str
+    severity: Severity
+    rule: str
+
+    def format(self) -> str:
+        """Return ``path:line:col: severity: field: message [rule]`` (no ``field:`` when empty)."""
+        where = f"{self.field}: " if self.field else ""
+        return (
+            f"{self.file}:{self.line}:{self.col}: {self.severity.value}: "
+            f"{where}{self.message} [{self.rule}]"
+        )
+
+
+def error(file: str, line: int, col: int, field: str, message: str, rule: str) -> Problem:
+    """Shorthand for an error-severity ``Problem``."""
+    return Problem(file, line, col, field, message, Severity.ERROR, rule)
+
+
+def warning(file: str, line: int, col: int, field: str, message: str, rule: str) -> Problem:
+    """Shorthand for a warning-severity ``Problem``."""
+    return Problem(file, line, col, field, message, Severity.WARNING, rule)
+
+
+def info(file: str, line: int, col: int, field: str, message: str, rule: str) -> Problem:
+    """Shorthand for an info-severity ``Problem``."""
+    return Problem(file, line, col, field, message, Severity.INFO, rule)
+
+
+def counts(problems: Iterable[Problem]) -> tuple[int, int]:
+    """Return ``(errors, warnings)`` among ``problems`` (info is not counted)."""
+    errors = warnings = 0
+    for p in problems:
+        if p.severity is Severity.ERROR:
+            errors += 1
+        elif p.severity is Severity.WARNING:
+            warnings += 1
+    return errors, warnings
+
+
+def dotted(path: Iterable[str | int]) -> str:
+    """Join an instance path as a dotted field name: ``("devices", 1)`` -> ``devices.1``."""
+    return ".".join(str(p) for p in path)

@@ -1,0 +1,175 @@
+"""Semantic checks on one schema-valid monitor document (DESIGN.md §3, step 2).
+
+What JSON Schema cannot say: names match file stems, durations parse and
+intervals lie within 500ms..7d, regexes compile with Python ``re`` (the engine
+the conditions use), Jinja2 templates parse, and the coverage lint (a ``match``
+naming only a success token: silence is not success). Cross-file checks
+(duplicate names and fingerprints, shadowing, overlays) live in ``loader``.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+from reconciler import durations, templates
+from reconciler.config import problems as P
+from reconciler.config.problems import Problem
+from reconciler.config.yamlload import Document
+
+NAME = re.compile(r"[a-z][a-z0-9-]{0,62}")
+
+SUCCESS_TOKENS = frozenset(
+    {"issued", "success", "succeeded", "successful", "passed", "pass", "ok", "green",
+     "merged", "ready", "done", "complete", "completed"}
+)
+"""Words that only say "it worked": a ``match`` made of these alone is a coverage warning."""
+
+# Duration fields per mapping; intervals are range-checked (500ms..7d).
+_DURATIONS = {
+    "source": ("interval", "timeout", "backoff"),
+    "action": ("timeout", "maxTime"),
+    "rateLimit": ("per",),
+}
+_TEMPLATES = ("prompt", "message")
+# Text a template needs no Jinja2 parser for: plain text and {{ dotted.name }} only.
+_SIMPLE_TEMPLATE = re.compile(
+    r"(?:[^{]|\{(?![{%#]))*(?:\{\{\s*[A-Za-z_][\w.]*\s*\}\}(?:[^{]|\{(?![{%#]))*)*"
+)
+_WORDS = re.compile(r"[a-z]+")
+
+
+def check(doc: Document, *, stem: str) -> list[Problem]:
+    """Semantic problems of one schema-valid monitor ``doc`` whose file stem is ``stem``."""
+    out: list[Problem] = []
+    data = doc.data
+    out.extend(_name(doc, stem))
+    for section, keys in _DURATIONS.items():
+        mapping = data.get(section)
+        if not isinstance(mapping, dict):
+            continue
+        for key in keys:
+            if key in mapping:
+                out.extend(_duration(doc, (section, key), mapping[key]))
+    condition = data.get("condition")
+    if isinstance(condition, dict):
+        for key in ("match", "dedupeKey"):
+            if isinstance(condition.get(key), str):
+                out.extend(_regex(doc, ("condition", key), condition[key]))
+        for i, pattern in enumerate(condition.get("ignore") or ()):
+            if isinstance(pattern, str):
+                out.extend(_regex(doc, ("condition", "ignore", i), pattern))
+        if condition.get("mode") == "match" and isinstance(condition.get("match"), str):
+            out.extend(_coverage(doc, condition["match"]))
+    action = data.get("action")
+    if isinstance(action, dict):
+        for key in _TEMPLATES:
+            if isinstance(action.get(key), str):
+                out.extend(_template(doc, ("action", key), action[key]))
+    return out
+
+
+def _name(doc: Document, stem: str) -> list[Problem]:
+    name = doc.data.get("name")
+    if isinstance(name, str):
+        if name != stem:
+            line, col = doc.position(("name",))
+            return [P.error(doc.file, line, col, "name",
+                            f"name {name!r} does not match the file name {stem!r}: rename the "
+                            f"file to {name}.yml or drop the name field", "name-mismatch")]
+        return []
+    if not NAME.fullmatch(stem):
+        return [P.error(doc.file, 1, 1, "",
+                        f"file name {stem!r} is not a monitor name (lowercase letters, digits and "
+                        f"'-', starting with a letter, at most 63): rename the file",
+                        "bad-filename")]
+    return []
+
+
+def _duration(doc: Document, path: tuple[str, str], value: Any) -> list[Problem]:
+    try:
+        seconds = durations.parse(value)
+    except ValueError as e:
+        line, col = doc.position(path)
+        return [P.error(doc.file, line, col, P.dotted(path), str(e), "bad-duration")]
+    if path == ("source", "interval") and not (
+        durations.MIN_INTERVAL <= seconds <= durations.MAX_INTERVAL
+    ):
+        line, col = doc.position(path)
+        return [P.error(doc.file, line, col, P.dotted(path),
+                        f"interval {value!r} is outside 500ms..7d", "interval-range")]
+    if seconds <= 0:
+        line, col = doc.position(path)
+        return [P.error(doc.file, line, col, P.dotted(path),
+                        f"{value!r} must be more than zero", "bad-duration")]
+    return []
+
+
+def _regex(doc: Document, path: tuple[str | int, ...], pattern: str) -> list[Problem]:
+    try:
+        re.compile(pattern)
+    except re.error as e:
+        line, col = doc.position(path)
+        where = f" at position {e.pos}" if e.pos is not None else ""
+        return [P.error(doc.file, line, col, P.dotted(path),
+                        f"invalid regex {pattern!r}: {e.msg}{where}", "bad-regex")]
+    except (RecursionError, OverflowError):
+        line, col = doc.position(path)
+        return [P.error(doc.file, line, col, P.dotted(path),
+                        f"invalid regex {pattern[:40]!r}: too complex", "bad-regex")]
+    return []
+
+
+def template_error(text: str) -> str | None:
+    """Return why ``text`` is not a valid template (short form ``{event}`` accepted), or None.
+
+    Plain text and ``{{ name }}`` / ``{{ a.b }}`` substitutions are accepted
+    without loading Jinja2; anything else is parsed by a sandboxed Jinja2
+    environment (``jinja2.sandbox.SandboxedEnvironment().parse``).
+    """
+    expanded = templates.expand_short_form(text)
+    if _SIMPLE_TEMPLATE.fullmatch(expanded):
+        return None
+    from jinja2 import TemplateSyntaxError
+
+    try:
+        _jinja().parse(expanded)
+    except TemplateSyntaxError as e:
+        return f"line {e.lineno}: {e.message}" if e.lineno and e.lineno > 1 else str(e.message)
+    except RecursionError:
+        return "template nested too deeply"
+    return None
+
+
+@functools.cache
+def _jinja() -> Any:
+    from jinja2.sandbox import SandboxedEnvironment
+
+    return SandboxedEnvironment()
+
+
+def _template(doc: Document, path: tuple[str, str], text: str) -> list[Problem]:
+    problem = template_error(text)
+    if problem is None:
+        return []
+    line, col = doc.position(path)
+    return [P.error(doc.file, line, col, P.dotted(path), f"invalid template: {problem}",
+                    "bad-template")]
+
+
+def success_only(pattern: str) -> bool:
+    """True when every word of ``pattern`` is a success token (``issued``, ``ok|passed``)."""
+    words = _WORDS.findall(pattern.lower())
+    return bool(words) and all(w in SUCCESS_TOKENS for w in words)
+
+
+def _coverage(doc: Document, pattern: str) -> list[Problem]:
+    if not success_only(pattern):
+        return []
+    line, col = doc.position(("condition", "match"))
+    return [P.warning(doc.file, line, col, "condition.match",
+                      f"match {pattern!r} names only a success token: silence is not success, "
+                      f"so a broken source never fires; also match the failure (e.g. "
+                      f"'{pattern}|fail|error') or add a monitor for it", "coverage")]

@@ -1,0 +1,393 @@
+"""YAML with positions and without silent type changes (DESIGN.md §3, step 1).
+
+Parsing uses PyYAML's C composer (``yaml.compose`` with ``CSafeLoader``), which
+gives a node graph with line/column marks; we construct plain Python values from
+it ourselves so that:
+
+* a duplicate key in a mapping is a problem (PyYAML keeps the last one silently);
+* mapping keys are the key's text (``on:`` stays ``"on"``, never ``True``);
+* timestamps stay strings (no ``datetime``), binary stays text;
+* YAML 1.1 coercions of plain scalars (``yes/no/on/off`` -> bool, ``0777`` ->
+  octal, ``1:30`` -> base 60) are recorded as ``Surprise`` entries, so the
+  validator can flag them where a string was meant (``validate``);
+* alias expansion is bounded (``MAX_NODES`` constructed values per document) and
+  recursive aliases are refused, so an alias bomb ends in milliseconds;
+* explicit tags other than the core ones (``!!python/object``, ``!foo``) are refused.
+
+File-level problems: unreadable, larger than ``MAX_BYTES``, not UTF-8, empty,
+tabs, a syntax error, more than one document, a list or scalar at the top.
+No function here raises on bad input: every failure is a ``Problem``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml._yaml import CParser
+from yaml.constructor import SafeConstructor
+from yaml.resolver import Resolver
+
+from reconciler.config import problems as P
+from reconciler.config.problems import Problem
+
+MAX_BYTES = 1024 * 1024
+"""Largest monitor or overlay file accepted (1 MiB)."""
+
+MAX_NODES = 10_000
+"""Largest number of values one document may construct, aliases expanded."""
+
+_STR = "tag:yaml.org,2002:str"
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_BOOL = "tag:yaml.org,2002:bool"
+_NULL = "tag:yaml.org,2002:null"
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
+_MERGE = "tag:yaml.org,2002:merge"
+_TEXT_TAGS = frozenset({_STR, "tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:binary"})
+_OCTAL = re.compile(r"[-+]?0[0-7_]+")
+_YN = frozenset({"y", "Y", "n", "N"})
+_CONSTRUCTOR = SafeConstructor()
+_IMPLICIT_FIRST = frozenset(k for k in Resolver.yaml_implicit_resolvers if k)
+_RESOLVED: dict[str, str] = {}  # plain scalar text -> implicit tag (it depends on the text only)
+
+
+class _Loader(CParser, Resolver):
+    """PyYAML's C parser and composer with the standard YAML 1.1 resolver, plus a fast
+    path: a plain scalar whose first character starts no implicit type is a string
+    (the same answer ``Resolver.resolve`` gives, without its regex loop)."""
+
+    def __init__(self, stream: str) -> None:
+        CParser.__init__(self, stream)
+        Resolver.__init__(self)
+
+    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+        """No path resolvers are registered: nothing to track (saves a call per node)."""
+
+    def ascend_resolver(self) -> None:
+        """See ``descend_resolver``."""
+
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: tuple[bool, bool]) -> str:
+        if kind is yaml.ScalarNode:
+            if not implicit[0] or (value and value[0] not in _IMPLICIT_FIRST):
+                return _STR
+            cached = _RESOLVED.get(value)
+            if cached is not None:
+                return cached
+        tag: str = Resolver.resolve(self, kind, value, implicit)  # type: ignore[no-untyped-call]
+        if kind is yaml.ScalarNode and len(value) <= 32 and len(_RESOLVED) < 4096:
+            _RESOLVED[value] = tag
+        return tag
+
+
+def _compose(text: str) -> yaml.Node | None:
+    loader = _Loader(text)
+    try:
+        node: yaml.Node | None = loader.get_single_node()
+        return node
+    finally:
+        loader.dispose()
+
+Path_ = tuple[str | int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Surprise:
+    """A plain scalar that YAML 1.1 read as something other than its text.
+
+    Attributes:
+        rule: ``yaml11-bool``, ``yaml11-octal`` or ``yaml11-sexagesimal``.
+        text: the scalar as written (``yes``, ``0777``, ``1:30``).
+        value: what YAML 1.1 made of it (``True``, ``511``, ``90``; ``y`` stays ``"y"``
+            in PyYAML but other YAML 1.1 readers make it a boolean).
+        line, col: 1-based position.
+    """
+
+    rule: str
+    text: str
+    value: Any
+    line: int
+    col: int
+
+    def hint(self) -> str:
+        """How to write what was probably meant."""
+        if self.rule == "yaml11-bool":
+            return (f"unquoted {self.text} is a YAML 1.1 boolean "
+                    f"({str(self.value).lower()}); quote it ('{self.text}') to mean the text")
+        if self.rule == "yaml11-octal":
+            return (f"unquoted {self.text} is a YAML 1.1 octal number ({self.value}); "
+                    f"quote it ('{self.text}') for text")
+        return (f"unquoted {self.text} is a YAML 1.1 base-60 number ({self.value}); quote it "
+                f"('{self.text}') for text, or write a duration such as 1m30s")
+
+
+@dataclass(slots=True)
+class Document:
+    """One parsed YAML mapping with its node graph kept for positions.
+
+    Attributes:
+        file: the file name as displayed in problems.
+        data: the constructed top-level mapping (str keys; JSON-compatible values
+            plus ``float``).
+        root: the top-level ``yaml.MappingNode``.
+        surprises: YAML 1.1 coercions by instance path.
+    """
+
+    file: str
+    data: dict[str, Any]
+    root: yaml.MappingNode
+    surprises: dict[Path_, Surprise] = field(default_factory=dict)
+
+    def node(self, path: Sequence[str | int]) -> tuple[yaml.Node, yaml.Node | None]:
+        """Return ``(value_node, key_node)`` for the deepest node along ``path``.
+
+        ``key_node`` is the key of the last mapping step (None at the root or for a
+        list item). Stops at the deepest node that exists (a missing key gives its
+        parent), so every instance path maps to some position.
+        """
+        node: yaml.Node = self.root
+        key_node: yaml.Node | None = None
+        for step in path:
+            if isinstance(node, yaml.MappingNode) and isinstance(step, str):
+                found = None
+                for k, v in node.value:
+                    if isinstance(k, yaml.ScalarNode) and k.value == step:
+                        found = (k, v)
+                if found is None:
+                    break
+                key_node, node = found
+            elif isinstance(node, yaml.SequenceNode) and isinstance(step, int):
+                if not 0 <= step < len(node.value):
+                    break
+                node, key_node = node.value[step], None
+            else:
+                break
+        return node, key_node
+
+    def position(self, path: Sequence[str | int], *, key: bool = False) -> tuple[int, int]:
+        """1-based ``(line, col)`` of the value at ``path`` (of its key when ``key``)."""
+        node, key_node = self.node(path)
+        mark = key_node.start_mark if key and key_node is not None else node.start_mark
+        return mark.line + 1, mark.column + 1
+
+    def parent_position(self, path: Sequence[str | int]) -> tuple[int, int]:
+        """Position for a problem about the mapping at ``path`` as a whole (a missing
+        required key): the line of the key holding it, or the document start."""
+        node, key_node = self.node(path)
+        mark = (key_node or node).start_mark
+        return mark.line + 1, mark.column + 1
+
+
+class _Limit(Exception):
+    def __init__(self, message: str, rule: str, path: Path_) -> None:
+        super().__init__(message)
+        self.rule = rule
+        self.path = path
+
+
+class _Builder:
+    """Constructs values from a composed node graph, recording problems."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.count = 0
+        self.active: set[int] = set()
+        self.problems: list[Problem] = []
+        self.surprises: dict[Path_, Surprise] = {}
+
+    def build(self, node: yaml.Node, path: Path_) -> Any:
+        self.count += 1
+        if self.count > MAX_NODES:
+            raise _Limit(f"more than {MAX_NODES} values after expanding aliases "
+                         f"(an alias bomb?)", "yaml-aliases", path)
+        if isinstance(node, yaml.ScalarNode):
+            return self.scalar(node, path)
+        ident = id(node)
+        if ident in self.active:
+            raise _Limit("recursive alias: a node contains itself", "yaml-aliases", path)
+        self.active.add(ident)
+        try:
+            if isinstance(node, yaml.SequenceNode):
+                if node.tag != _SEQ:
+                    self.bad_tag(node, path)
+                return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
+            if isinstance(node, yaml.MappingNode):
+                if node.tag != _MAP:
+                    self.bad_tag(node, path)
+                return self.mapping(node, path)
+        finally:
+            self.active.discard(ident)
+        return None  # pragma: no cover - composer yields only the three node kinds
+
+    def mapping(self, node: yaml.MappingNode, path: Path_) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        seen: dict[str, yaml.Node] = {}
+        merged: list[yaml.Node] = []
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE:
+                merged.append(value_node)
+                continue
+            if not isinstance(key_node, yaml.ScalarNode):
+                self.add(key_node, path, "a mapping key must be plain text", "yaml-syntax")
+                continue
+            key = key_node.value
+            if key in seen:
+                first = seen[key].start_mark
+                self.add(key_node, (*path, key),
+                         f"duplicate key {key!r} (first at line {first.line + 1}); "
+                         f"YAML would silently keep this one", "duplicate-key")
+            seen[key] = key_node
+            out[key] = self.build(value_node, (*path, key))
+        for source in merged:  # explicit keys win over merged ones, as in YAML 1.1
+            sources = source.value if isinstance(source, yaml.SequenceNode) else [source]
+            for src in sources:
+                value = self.build(src, path)
+                if not isinstance(value, dict):
+                    self.add(src, path, "a merge (<<) needs a mapping", "yaml-syntax")
+                    continue
+                for k, v in value.items():
+                    out.setdefault(k, v)
+        return out
+
+    def scalar(self, node: yaml.ScalarNode, path: Path_) -> Any:
+        tag, text = node.tag, node.value
+        if tag in _TEXT_TAGS:
+            if not node.style and text in _YN:
+                self.surprise(node, path, "yaml11-bool", text in "yY")
+            return text
+        if tag == _NULL:
+            return None
+        plain = not node.style
+        if tag == _BOOL:
+            value = text.lower() in ("yes", "true", "on")
+            if plain and text.lower() not in ("true", "false"):
+                self.surprise(node, path, "yaml11-bool", value)
+            return value
+        if tag == _INT:
+            result: Any = _CONSTRUCTOR.construct_yaml_int(node)
+            if plain and ":" in text:
+                self.surprise(node, path, "yaml11-sexagesimal", result)
+            elif plain and _OCTAL.fullmatch(text) and text.strip("+-0_"):
+                self.surprise(node, path, "yaml11-octal", result)
+            return result
+        if tag == _FLOAT:
+            result = _CONSTRUCTOR.construct_yaml_float(node)
+            if plain and ":" in text:
+                self.surprise(node, path, "yaml11-sexagesimal", result)
+            return result
+        self.bad_tag(node, path)
+        return text
+
+    def surprise(self, node: yaml.Node, path: Path_, rule: str, value: Any) -> None:
+        m = node.start_mark
+        self.surprises[path] = Surprise(rule, str(node.value), value, m.line + 1, m.column + 1)
+
+    def bad_tag(self, node: yaml.Node, path: Path_) -> None:
+        self.add(node, path, f"unsupported YAML tag {node.tag}; use plain values", "yaml-tag")
+
+    def add(self, node: yaml.Node, path: Path_, message: str, rule: str) -> None:
+        m = node.start_mark
+        self.problems.append(P.error(self.file, m.line + 1, m.column + 1, P.dotted(path),
+                                     message, rule))
+
+
+def read(path: Path, *, file: str) -> tuple[bytes | None, list[Problem]]:
+    """Read ``path`` as bytes, refusing files over ``MAX_BYTES``.
+
+    Returns:
+        ``(data, [])`` or ``(None, [problem])`` (unreadable, too large).
+    """
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(MAX_BYTES + 1)
+    except IsADirectoryError:
+        return None, [P.error(file, 1, 1, "", "is a directory, not a YAML file", "unreadable")]
+    except OSError as e:
+        return None, [P.error(file, 1, 1, "", f"cannot read: {e.strerror or e}", "unreadable")]
+    if len(data) > MAX_BYTES:
+        return None, [P.error(file, 1, 1, "", f"file is larger than {MAX_BYTES} bytes (1 MiB)",
+                              "file-too-large")]
+    return data, []
+
+
+def parse(data: bytes, *, file: str) -> tuple[Document | None, list[Problem]]:
+    """Parse one YAML document that must be a mapping.
+
+    Args:
+        data: the file's bytes (UTF-8; a BOM is accepted).
+        file: the name used in problems.
+
+    Returns:
+        ``(document, problems)``; ``document`` is None when no mapping could be
+        built (then ``problems`` holds at least one error). Element-level
+        problems (duplicate keys, tags) come with a document.
+    """
+    if len(data) > MAX_BYTES:
+        return None, [P.error(file, 1, 1, "", f"file is larger than {MAX_BYTES} bytes (1 MiB)",
+                              "file-too-large")]
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        return None, [P.error(file, line, col, "",
+                              f"not UTF-8 (byte 0x{data[e.start]:02x}); save the file as UTF-8",
+                              "encoding")]
+    try:
+        root = _compose(text)
+    except yaml.MarkedYAMLError as e:
+        return None, [_syntax(file, text, e)]
+    except yaml.YAMLError as e:  # pragma: no cover - every parser error carries a mark
+        return None, [P.error(file, 1, 1, "", f"invalid YAML: {e}", "yaml-syntax")]
+    except RecursionError:
+        return None, [P.error(file, 1, 1, "", "YAML nested too deeply", "yaml-syntax")]
+    if root is None or (isinstance(root, yaml.ScalarNode) and root.tag == _NULL
+                        and not root.value):
+        return None, [P.error(file, 1, 1, "", "empty file: expected a monitor mapping "
+                              "(source:, condition:, action:)", "empty-file")]
+    if not isinstance(root, yaml.MappingNode):
+        m = root.start_mark
+        kind = "a list" if isinstance(root, yaml.SequenceNode) else "a single value"
+        return None, [P.error(file, m.line + 1, m.column + 1, "",
+                              f"the document is {kind}; expected a mapping of fields "
+                              f"(one monitor per file)", "top-level")]
+    builder = _Builder(file)
+    try:
+        value = builder.build(root, ())
+    except _Limit as e:
+        # Report at the top-level key being expanded (aliases have no marks of their own).
+        line, col = Document(file, {}, root).position(e.path[:1], key=True)
+        return None, [P.error(file, line, col, P.dotted(e.path[:1]), str(e), e.rule)]
+    except RecursionError:
+        return None, [P.error(file, 1, 1, "", "YAML nested too deeply", "yaml-syntax")]
+    return Document(file, value, root, builder.surprises), builder.problems
+
+
+def load(path: Path, *, file: str | None = None) -> tuple[Document | None, list[Problem]]:
+    """Read and parse ``path`` (``read`` then ``parse``); never raises on bad input."""
+    shown = file if file is not None else str(path)
+    data, problems = read(path, file=shown)
+    if data is None:
+        return None, problems
+    return parse(data, file=shown)
+
+
+def _syntax(file: str, text: str, e: yaml.MarkedYAMLError) -> Problem:
+    mark = e.problem_mark or e.context_mark
+    line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+    problem = (e.problem or "invalid YAML").strip()
+    lines = text.splitlines()
+    if 0 < line <= len(lines) and "\t" in lines[line - 1][: max(col, 1)] and (
+        "cannot start any token" in problem or "tab" in problem
+    ):
+        return P.error(file, line, col, "", "tab character: indent YAML with spaces", "tab")
+    if "another document" in problem:
+        return P.error(file, line, col, "",
+                       "a second YAML document (---): one monitor per file", "yaml-syntax")
+    context = f" ({e.context.strip()})" if e.context else ""
+    return P.error(file, line, col, "", f"invalid YAML: {problem}{context}", "yaml-syntax")

@@ -1,0 +1,144 @@
+"""The control API: a local unix socket ``<state>/control.sock`` (mode 0600) speaking JSON.
+
+Protocol (one request per connection; UTF-8 JSON, one object per line)::
+
+    client -> {"op": "status"}\\n
+    daemon -> {"ok": true, ...}\\n            (or {"ok": false, "error": "one line"})
+
+Operations:
+
+``status``
+    ``{"ok", "pid", "device", "root", "stateDir", "startedAt", "generation",
+    "revision": {"commit", "dirty"}, "running": [names], "held": [...],
+    "problems": [lines], "lastReconcile": {"at", "summary", "trigger"}}``
+``reconcile`` ``{"allowMassStop": bool, "wait": seconds, "names": [names]}``
+    Reconcile now (load the layers, plan, apply), then wait up to ``wait`` seconds
+    for the first poll of every started or replaced evaluator and of ``names``.
+    Answers ``{"ok", "plan": <plan JSON>, "applied": {"started", "stopped", "updated",
+    "failed"}, "firstPolls": {name: {"status": "ok"|"failed"|"pending", "error"}},
+    "generation"}``.
+``evaluate-now`` ``{"names": [names] | null, "wait": seconds}``
+    Poll the named running monitors (all when null) once, now, out of schedule:
+    ``{"ok", "results": {name: {"status", "error"}}}``.
+``clear-autopause`` ``{"name": name}``
+    Clear a rate-limit auto-pause in running state (``monitors resume``), then reconcile.
+
+Only the owner of the state directory can connect (0600, the socket's
+directory is the state directory). Unix socket paths are limited to about 107
+bytes; when ``<state>/control.sock`` is longer, the socket lives in a private
+temporary directory and ``control.sock`` is a symlink to it (clients connect to
+the link's target).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("monitors.daemon")
+
+SOCKET_NAME = "control.sock"
+MAX_SUN_PATH = 100
+MAX_REQUEST = 1 << 20
+
+Handler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+def socket_path(state_dir: Path) -> Path:
+    """``<state>/control.sock`` (may be a symlink; see the module docstring)."""
+    return state_dir / SOCKET_NAME
+
+
+def connect_path(state_dir: Path) -> str:
+    """The path a client connects to (the symlink's target for long state paths)."""
+    path = socket_path(state_dir)
+    if path.is_symlink():
+        return os.readlink(path)
+    return str(path)
+
+
+class ControlServer:
+    """Serves the control API on the event loop; ``handler`` answers one request dict."""
+
+    def __init__(self, state_dir: Path, handler: Handler) -> None:
+        self.state_dir = state_dir
+        self.handler = handler
+        self._server: asyncio.AbstractServer | None = None
+        self._private_dir: str | None = None
+        self._bound: str | None = None
+
+    async def start(self) -> None:
+        """Bind and listen (removes a stale socket left by a killed daemon; the caller
+        holds the state lock, so no live daemon owns it).
+
+        Raises:
+            OSError: the socket cannot be created.
+        """
+        link = socket_path(self.state_dir)
+        with contextlib.suppress(FileNotFoundError):
+            if link.is_symlink():
+                stale = os.readlink(link)
+                link.unlink()
+                shutil.rmtree(os.path.dirname(stale), ignore_errors=True)
+            else:
+                link.unlink()
+        target = str(link)
+        if len(target) > MAX_SUN_PATH:
+            self._private_dir = tempfile.mkdtemp(prefix="monitors-ctl-")
+            target = os.path.join(self._private_dir, SOCKET_NAME)
+        old_umask = os.umask(0o177)
+        try:
+            self._server = await asyncio.start_unix_server(self._serve, path=target,
+                                                           limit=MAX_REQUEST)
+        finally:
+            os.umask(old_umask)
+        os.chmod(target, 0o600)
+        if self._private_dir is not None:
+            os.symlink(target, link)
+        self._bound = target
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            line = await reader.readline()
+            try:
+                request = json.loads(line.decode("utf-8"))
+                if not isinstance(request, dict) or not isinstance(request.get("op"), str):
+                    raise ValueError("expected a JSON object with an 'op' string")
+            except (ValueError, UnicodeDecodeError) as e:
+                reply: dict[str, Any] = {"ok": False, "error": f"bad request: {e}"}
+            else:
+                try:
+                    reply = await self.handler(request)
+                except Exception as e:  # one bad request never takes the daemon down
+                    log.exception("control request %r failed", request.get("op"))
+                    reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+            writer.write(json.dumps(reply, default=str).encode() + b"\n")
+            await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError, ValueError):
+            pass
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def close(self) -> None:
+        """Stop listening and remove the socket (and the private directory)."""
+        if self._server is not None:
+            self._server.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 2)
+        with contextlib.suppress(OSError):
+            socket_path(self.state_dir).unlink()
+        if self._bound:
+            with contextlib.suppress(OSError):
+                os.unlink(self._bound)
+        if self._private_dir:
+            shutil.rmtree(self._private_dir, ignore_errors=True)

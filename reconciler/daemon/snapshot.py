@@ -1,0 +1,142 @@
+"""Read the world for one plan: layers, fleet, git revision, auto-pauses -> ``planning`` inputs.
+
+This is the I/O half of planning (``planning.plan`` is the pure half): the CLI's
+``plan``/``apply`` and the daemon's reconcile loop both call ``read`` and then
+``planning.plan.make``. No printing, no click.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reconciler import errors, fleet, settings
+from reconciler.model import Monitor, MonitorName
+from reconciler.planning import placement
+from reconciler.planning import plan as plan_mod
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """What one plan is made from.
+
+    Attributes:
+        desired: the desired set of this device (last applied versions for invalid files).
+        monitors: every valid resolved monitor (for list/view).
+        digest: the loader digest of the layers.
+        problems: every problem, formatted (errors of invalid files among them).
+        error_count: number of error-severity problems.
+        commit, dirty: the repository revision (None outside a git checkout).
+        placements: name -> placement decision for every valid monitor.
+    """
+
+    desired: plan_mod.Desired
+    monitors: Mapping[MonitorName, Monitor]
+    digest: str
+    problems: tuple[str, ...]
+    error_count: int
+    commit: str | None
+    dirty: bool
+    placements: Mapping[MonitorName, placement.Placement]
+
+
+def now_iso() -> str:
+    """The current UTC time as ISO-8601 with seconds."""
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def git_revision(root: Path) -> tuple[str | None, bool]:
+    """``(commit sha, dirty)`` of the git checkout holding ``root``; ``(None, False)``
+    outside git or before the first commit. Dirty counts only the layer files'
+    directory tree (``root``), untracked files included."""
+    if not _inside_git(root):
+        return None, False
+    try:
+        import git
+
+        repo = git.Repo(root, search_parent_directories=True)
+        try:
+            sha = str(repo.head.commit.hexsha)
+        except ValueError:
+            return None, False
+        rel = os.path.relpath(root, repo.working_tree_dir or root)
+        dirty = bool(repo.is_dirty(untracked_files=True, path=None if rel == "." else rel))
+        return sha, dirty
+    except Exception:  # a broken .git must not break planning; the plan then has no commit
+        return None, False
+
+
+def _inside_git(root: Path) -> bool:
+    return any((candidate / ".git").exists() for candidate in (root, *root.parents))
+
+
+def _load(cfg: settings.Settings) -> Any:
+    from reconciler.config import loader
+
+    return loader.load(cfg)
+
+
+def invalid_errors(result: Any) -> dict[MonitorName, str]:
+    """name -> the first error line of each invalid monitor file of a ``LoadResult``."""
+    out: dict[MonitorName, str] = {}
+    for name, file in dict(getattr(result, "invalid", {}) or {}).items():
+        wanted = Path(file).resolve()
+        message = f"{file}: invalid"
+        for problem in sorted(result.problems):
+            if str(getattr(problem, "severity", "")) != "error":
+                continue
+            if Path(problem.file).resolve() == wanted:
+                message = problem.format()
+                break
+        out[MonitorName(name)] = message
+    return out
+
+
+def read(
+    cfg: settings.Settings,
+    *,
+    last_good: Mapping[MonitorName, Monitor] | None = None,
+    autopaused: Mapping[MonitorName, str] | None = None,
+    with_git: bool = True,
+    loader: Callable[[settings.Settings], Any] | None = None,
+) -> Snapshot:
+    """Load the layers and compute the desired set of ``cfg.device``.
+
+    Args:
+        last_good: the applied set (running registry) for last-known-good versions.
+        autopaused: name -> reason, from running state.
+
+    Raises:
+        errors.ConfigError: the fleet file or settings are unusable.
+    """
+    result = (loader or _load)(cfg)
+    fleet_doc = fleet.load(cfg.fleet_file)
+    placements = {name: placement.owner_decision(m, device=cfg.device, fleet=fleet_doc)
+                  for name, m in result.monitors.items()}
+
+    def owner(m: Monitor) -> placement.Placement:
+        return placements.get(m.name) or placement.owner_decision(m, device=cfg.device,
+                                                                   fleet=fleet_doc)
+
+    invalid = invalid_errors(result)
+    desired = plan_mod.desired_set(result.monitors, owner=owner, invalid=invalid,
+                                   last_good=last_good, autopaused=autopaused)
+    commit, dirty = git_revision(cfg.root) if with_git else (None, False)
+    problems = sorted(result.problems)
+    return Snapshot(
+        desired=desired,
+        monitors=result.monitors,
+        digest=str(getattr(result, "digest", "")),
+        problems=tuple(p.format() for p in problems),
+        error_count=sum(1 for p in problems if str(p.severity) == "error"),
+        commit=commit,
+        dirty=dirty,
+        placements=placements,
+    )
+
+
+__all__ = ["Snapshot", "errors", "git_revision", "invalid_errors", "now_iso", "read"]

@@ -1,0 +1,215 @@
+"""Operator views (``list``, ``view``, ``runs``, ``logs``): rows as JSON-ready dicts.
+
+Reads the layers, the running registry and the state store; never writes (the
+store creates nothing on reads) and never prints. Renderers in
+``render.monitors`` turn the rows into text.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from reconciler import errors, settings
+from reconciler.daemon import client, snapshot
+from reconciler.model import Monitor, MonitorName
+from reconciler.state import registry as registry_mod
+
+
+def _store(cfg: settings.Settings) -> Any:
+    from reconciler.state import store as store_mod
+
+    return store_mod.Store(cfg.state_dir)
+
+
+def describe_source(source: Any) -> str:
+    """``poll: git rev-parse HEAD every 30s`` and friends (one line)."""
+    from reconciler import durations
+
+    kind = source.get("type")
+    what = {"poll": "command", "command": "command", "poll-http": "url", "file": "path",
+            "pid": "pid", "device": "device", "ws": "url", "webhook": "provider"}.get(kind, "")
+    value = source.get(what)
+    if isinstance(value, list):
+        value = " ".join(str(v) for v in value)
+    text = f"{kind}: {value}"
+    if len(text) > 60:
+        text = text[:57] + "..."
+    interval = source.get("interval")
+    if isinstance(interval, int | float):
+        text += f" every {durations.format(float(interval))}"
+    return text
+
+
+def describe_condition(condition: Any) -> str:
+    """``on-change``, ``match /fail/``, ``every``."""
+    mode = str(condition.get("mode", "on-change"))
+    if mode == "match":
+        return f"match /{condition.get('match')}/"
+    return mode
+
+
+def describe_action(action: Any) -> str:
+    """``notify log``, ``run claude``, ``routine deploy``, ``webhook-out https://...``."""
+    kind = str(action.get("type"))
+    detail = {"notify": action.get("channel") or "default channels",
+              "run": action.get("agent") or " ".join(action.get("command") or []),
+              "routine": action.get("routine"),
+              "webhook-out": action.get("url")}.get(kind, "")
+    return f"{kind} {detail}".strip()
+
+
+def _row(name: MonitorName, monitor: Monitor, *, status: str, owner: str, placement: str,
+         store: Any, now: float, owned: bool, error: str | None = None) -> dict[str, Any]:
+    from reconciler.state import store as store_mod
+
+    live = store_mod.liveness_view(store.liveness(name), monitor, now, owned=owned)
+    autopause = store.autopause(name)
+    text = live["text"]
+    if status == "auto-paused" and autopause:
+        text = f"auto-paused: {autopause.get('reason', '')} · {text}"
+    elif status in ("paused", "disabled", "elsewhere"):
+        text = f"{status} · {text}" if live["status"] != "never" else status
+    if live["fireCount"] and "fired" not in text:
+        text += f" · fired {live['fireCount']}x"
+    if error:
+        text = f"{text} · file error: {error}"
+    return {
+        "name": name,
+        "scope": monitor.scope.value,
+        "builtin": monitor.scope.value == "system",
+        "origin": str(monitor.origin),
+        "fingerprint": monitor.fingerprint,
+        "source": describe_source(monitor.source),
+        "condition": describe_condition(monitor.condition),
+        "action": describe_action(monitor.action),
+        "owner": owner,
+        "placement": placement,
+        "status": status,
+        "liveness": live,
+        "livenessText": text,
+        "fires": live["fireCount"],
+        "autopause": autopause,
+        "error": error,
+        "labels": dict(monitor.labels),
+    }
+
+
+def rows(cfg: settings.Settings) -> dict[str, Any]:
+    """Every monitor known here (valid, invalid-but-applied, running) with liveness.
+
+    Returns:
+        ``{"device", "daemon": {"running", "pid", "generation"}, "problems": [lines],
+        "monitors": [row, ...]}`` sorted by name.
+    """
+    status = client.status(cfg.state_dir)
+    reg = registry_mod.load(cfg.state_dir)
+    applied = {n: e.monitor for n, e in reg.entries.items()}
+    store = _store(cfg)
+    autopaused = {MonitorName(n): "auto-paused" for n in store.names() if store.autopause(n)}
+    snap = snapshot.read(cfg, last_good=applied, autopaused=autopaused, with_git=False)
+    now = time.time()
+    out: list[dict[str, Any]] = []
+    desired, excluded, invalid = snap.desired.monitors, snap.desired.excluded, \
+        snap.desired.invalid
+    names = set(snap.monitors) | set(desired) | set(excluded) | set(applied)
+    for name in sorted(names):
+        monitor = snap.monitors.get(name) or desired.get(name) or applied.get(name)
+        if monitor is None:
+            continue
+        placed = snap.placements.get(name)
+        owner = (placed.owner or ("this device" if placed.runs_here else "-")) if placed \
+            else cfg.device
+        where = placed.reason if placed else ""
+        error = invalid.get(name)
+        why = excluded.get(name)
+        if why is not None:
+            state = {"disabled": "disabled", "paused": "paused", "elsewhere": "elsewhere",
+                     "autopaused": "auto-paused", "invalid": "invalid"}.get(why.kind, why.kind)
+        elif name in desired:
+            running = status is not None and name in applied
+            state = "running" if running else "not running"
+            if error:
+                state = "kept (file invalid)" if running else "invalid (last applied version)"
+        else:
+            state = "stopping"
+        row = _row(name, monitor, status=state, owner=owner, placement=where, store=store,
+                   now=now, owned=bool(placed.runs_here) if placed else True, error=error)
+        if why is not None:
+            row["reason"] = why.reason
+        out.append(row)
+    return {
+        "device": cfg.device,
+        "daemon": {"running": status is not None,
+                   "pid": status.get("pid") if status else None,
+                   "generation": status.get("generation") if status else reg.generation,
+                   "held": status.get("held") if status else []},
+        "problems": [p for p in snap.problems if ": error: " in p],
+        "storeProblems": list(store.problems),
+        "monitors": out,
+    }
+
+
+def view(cfg: settings.Settings, name: str, *, fires: int = 10) -> dict[str, Any]:
+    """One monitor in full: resolved config, origin, scope, fingerprint, liveness,
+    condition state, running entry and recent fires.
+
+    Raises:
+        errors.NotFoundError: no layer defines ``name`` and it is not running.
+    """
+    listing = rows(cfg)
+    row = next((r for r in listing["monitors"] if r["name"] == name), None)
+    if row is None:
+        raise errors.NotFoundError(f"no monitor named {name!r} on this device (see "
+                                   "`monitors list`)")
+    reg = registry_mod.load(cfg.state_dir)
+    entry = reg.entries.get(MonitorName(name))
+    from reconciler.config import loader
+
+    result = loader.load(cfg)
+    monitor = result.monitors.get(MonitorName(name)) or (entry.monitor if entry else None)
+    store = _store(cfg)
+    return {
+        **row,
+        "config": registry_mod.monitor_to_json(monitor) if monitor else None,
+        "running": entry.to_json() | {"monitor": None} if entry else None,
+        "state": store.read_state(name),
+        "recentFires": store.fires(name, limit=fires),
+    }
+
+
+def runs(cfg: settings.Settings, name: str, *, limit: int = 20) -> list[dict[str, Any]]:
+    """The fire history of ``name``, newest first (fire records)."""
+    store = _store(cfg)
+    if not store.monitor_dir(name).is_dir():
+        _known_or_raise(cfg, name)
+        return []
+    return list(store.fires(name, limit=limit))
+
+
+def logs(cfg: settings.Settings, name: str, *, limit: int = 5) -> list[dict[str, Any]]:
+    """Action output of the latest fires: ``[{"id", "status", "file", "output"}]``."""
+    from reconciler.actions.records import OUTPUT_FILE
+
+    store = _store(cfg)
+    out = []
+    for record in runs(cfg, name, limit=limit):
+        event_id = str(record.get("id", ""))
+        output_name = str(record.get("output") or OUTPUT_FILE)
+        path: Path = store.fire_dir(name, event_id) / output_name
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = None
+        out.append({"id": event_id, "status": record.get("status"), "file": str(path),
+                    "output": text, "reason": record.get("reason")})
+    return out
+
+
+def _known_or_raise(cfg: settings.Settings, name: str) -> None:
+    from reconciler.config import loader
+
+    result = loader.load(cfg)
+    if MonitorName(name) not in result.monitors and MonitorName(name) not in result.invalid:
+        raise errors.NotFoundError(f"no monitor named {name!r} (see `monitors list`)")

@@ -1,0 +1,119 @@
+"""Render a ``planning.plan.Plan`` as text (the shape of ``terraform plan``) or JSON.
+
+Text, one block per change, symbol first, per-field changes indented below::
+
+      + disk-headroom will be started: new file system/disk-headroom.yml
+    -/+ ci-red will be replaced: fingerprint changed: new baseline
+          ~ condition.match: "fail" -> "fail|error"
+      ~ ci-red will be updated in place: rateLimit changed: updated in place, baseline kept
+      - old will be stopped: removed file monitors.d/old.yml
+      > b will be renamed from a: renamed from a: same fingerprint, state carried over
+      ! broken is kept at its last applied version: monitors.d/broken.yml:3:5: error: ...
+
+    Plan: 1 to start, 1 to replace, 1 to update, 1 to stop, 12 unchanged.
+
+Colour (ANSI) only when ``color`` is True; the CLI decides (a terminal and no
+``--no-color``). Renderers never compute: every word comes from the plan.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from reconciler.planning.diff import SYMBOLS, Action, Change
+from reconciler.planning.plan import Plan
+
+COLORS: dict[Action, str] = {
+    Action.START: "green",
+    Action.STOP: "red",
+    Action.REPLACE: "magenta",
+    Action.UPDATE: "yellow",
+    Action.RENAME: "cyan",
+    Action.KEEP: "red",
+    Action.UNCHANGED: "white",
+}
+
+VERBS: dict[Action, str] = {
+    Action.START: "will be started",
+    Action.STOP: "will be stopped",
+    Action.REPLACE: "will be replaced",
+    Action.UPDATE: "will be updated in place",
+    Action.RENAME: "will be renamed",
+    Action.KEEP: "is kept at its last applied version",
+    Action.UNCHANGED: "is unchanged",
+}
+
+MAX_EXCLUDED = 20
+
+
+def _value(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _style(text: str, color: bool, **kwargs: Any) -> str:
+    return click.style(text, **kwargs) if color else text
+
+
+def change_lines(change: Change, *, color: bool) -> list[str]:
+    """The text lines of one change."""
+    symbol = SYMBOLS[change.action]
+    fg = COLORS[change.action]
+    verb = VERBS[change.action]
+    if change.held:
+        verb = "would be stopped (HELD by the mass-stop guard)"
+    head = f"{symbol:>3} {_style(change.name, color, bold=True)} {verb}: {change.reason}"
+    if change.action is Action.RENAME and change.old_name:
+        head = (f"{symbol:>3} {_style(change.name, color, bold=True)} {verb} from "
+                f"{change.old_name}: same fingerprint, state carried over")
+    if color:
+        head = _style(f"{symbol:>3}", color, fg=fg, bold=True) + head[3:]
+    lines = [head]
+    for f in change.fields:
+        lines.append(f"      ~ {f.path}: {_value(f.old)} -> {_value(f.new)}")
+    if change.error:
+        lines.append(_style(f"      ! {change.error}", color, fg="red"))
+    return lines
+
+
+def text(plan: Plan, *, color: bool = False, show_unchanged: bool = False) -> str:
+    """The human plan, ending in the one summary line (and a newline)."""
+    out: list[str] = []
+    where = f" at {plan.commit[:12]}{' (uncommitted changes)' if plan.dirty else ''}" \
+        if plan.commit else ""
+    out.append(f"Planning for device {plan.device}{where}.")
+    if not plan.daemon_running:
+        out.append(_style("The daemon is not running: running state is empty (`monitors apply` "
+                          "or `monitors run` starts it).", color, fg="yellow"))
+    else:
+        out.append(f"Daemon running (pid {plan.daemon_pid}), running generation "
+                   f"{plan.generation}.")
+    out.append("")
+    shown = [c for c in plan.changes
+             if c.changing or c.action is Action.KEEP or (show_unchanged and c.action is
+                                                          Action.UNCHANGED)]
+    for change in shown:
+        out.extend(change_lines(change, color=color))
+    if shown:
+        out.append("")
+    if plan.excluded:
+        out.append("Not run on this device:")
+        items = sorted(plan.excluded.items())
+        for name, why in items[:MAX_EXCLUDED]:
+            out.append(f"    {name}: {why.reason}")
+        if len(items) > MAX_EXCLUDED:
+            out.append(f"    ... and {len(items) - MAX_EXCLUDED} more (--json lists all)")
+        out.append("")
+    if plan.mass_stop:
+        out.append(_style(f"Mass-stop guard: {plan.mass_stop}.", color, fg="red", bold=True))
+        out.append("")
+    out.append(_style(plan.summary(), color, bold=True))
+    return "\n".join(out) + "\n"
+
+
+def as_json(plan: Plan) -> str:
+    """The plan document (``Plan.to_json``) as indented JSON."""
+    return json.dumps(plan.to_json(), indent=2, sort_keys=False, ensure_ascii=False) + "\n"

@@ -1,0 +1,138 @@
+"""``command``: one long-running command; each stdout line is an observation.
+
+``stream`` starts the command (own process group, see ``sources.process``),
+yields ``Started``, then one ``Observation`` per line (a line longer than
+``maxBytes`` is cut and marked ``truncated``), and when the command exits yields a
+check error and restarts it after a backoff that doubles from ``backoff`` up to
+``MAX_BACKOFF`` (reset once a run lasted ``STABLE_RUN`` seconds). Closing the
+stream kills the process group.
+
+``observe`` (used by ``monitors test``) runs the command until its first line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncGenerator
+from typing import TYPE_CHECKING
+
+from reconciler import errors
+from reconciler.model import Monitor, Observation
+from reconciler.sources import Started, StreamItem, process
+
+if TYPE_CHECKING:
+    from reconciler.sources import SourceContext
+
+MAX_BACKOFF = 60.0
+STABLE_RUN = 30.0
+FIRST_LINE_TIMEOUT = 10.0
+
+
+async def _read_line(reader: asyncio.StreamReader, limit: int) -> tuple[bytes, bool]:
+    """One line without its newline (b"" at EOF) and whether it was cut at ``limit``."""
+    try:
+        line = await reader.readuntil(b"\n")
+        return line[:-1][:limit], len(line) - 1 > limit
+    except asyncio.IncompleteReadError as e:
+        return e.partial[:limit], len(e.partial) > limit
+    except asyncio.LimitOverrunError as e:
+        # Consume the over-long line up to its newline (or EOF), keeping ``limit`` bytes.
+        head = await reader.readexactly(e.consumed)
+        while True:
+            try:
+                await reader.readuntil(b"\n")
+                break
+            except asyncio.LimitOverrunError as more:
+                await reader.readexactly(more.consumed)
+            except asyncio.IncompleteReadError:
+                break
+        return head[:limit], True
+
+
+async def stream(monitor: Monitor, ctx: SourceContext) -> AsyncGenerator[StreamItem, None]:
+    """Yield ``Started``, observations (one per line) and check errors forever.
+
+    The caller stops the stream with ``aclose()`` (or by cancelling its task); the
+    process group is killed then.
+    """
+    spec = monitor.source
+    limit = int(spec["maxBytes"])
+    base = float(spec.get("backoff") or 1.0)
+    delay = base
+    while True:
+        started = time.monotonic()
+        try:
+            child = await process.spawn(spec, limit=limit + 1)
+        except errors.SourceError as e:
+            yield e
+        else:
+            stderr = process.Tail(process.STDERR_TAIL)
+            drain = asyncio.ensure_future(_drain(child.proc.stderr, stderr))
+            stdout = child.proc.stdout
+            assert stdout is not None  # piped by process.spawn
+            try:
+                yield Started(child.pid)
+                while True:
+                    read = asyncio.ensure_future(_read_line(stdout, limit))
+                    if not child.exited.done():
+                        await asyncio.wait([read, child.exited],
+                                           return_when=asyncio.FIRST_COMPLETED)
+                    if not read.done():
+                        # Exited: drain briefly, never wait on a grandchild holding stdout.
+                        await asyncio.wait([read], timeout=process.DRAIN_GRACE)
+                        if not read.done():
+                            read.cancel()
+                            break
+                    raw, cut = read.result()
+                    if not raw and stdout.at_eof():
+                        break
+                    meta = {"pid": child.pid, "truncated": cut}
+                    yield Observation(process.decode(raw).rstrip("\r"), meta)
+                code = await child.wait_exit()
+            finally:
+                process.kill_group(child)
+                drain.cancel()
+                await child.wait_exit()
+                transport = getattr(child.proc, "_transport", None)
+                if transport is not None:
+                    transport.close()
+            tail = process.decode(stderr.buf).strip().splitlines()
+            last = f": {tail[-1][:200]}" if tail else ""
+            yield errors.SourceError(f"command exited with code {code}{last}; restarting",
+                                     kind="exited")
+        if time.monotonic() - started >= STABLE_RUN:
+            delay = base
+        await asyncio.sleep(delay)
+        delay = min(MAX_BACKOFF, delay * 2)
+
+
+async def _drain(reader: asyncio.StreamReader | None, sink: process.Tail) -> None:
+    if reader is None:
+        return
+    while chunk := await reader.read(process.CHUNK):
+        sink.add(chunk)
+
+
+async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
+    """Run the command until its first stdout line (at most ``FIRST_LINE_TIMEOUT`` s).
+
+    Raises:
+        errors.SourceError: it could not start, exited without a line, or printed
+            nothing in time.
+    """
+    items = stream(monitor, ctx)
+    try:
+        async with asyncio.timeout(FIRST_LINE_TIMEOUT):
+            async for item in items:
+                if isinstance(item, errors.SourceError):
+                    raise item
+                if isinstance(item, Observation):
+                    return item
+    except TimeoutError:
+        raise errors.SourceError(
+            f"no output line within {FIRST_LINE_TIMEOUT:g}s", kind="timeout"
+        ) from None
+    finally:
+        await items.aclose()
+    raise errors.SourceError("command stream ended", kind="exited")

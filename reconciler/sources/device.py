@@ -1,0 +1,103 @@
+"""``device``: a fleet device's TCP reachability plus a headroom bucket.
+
+The device and its ``host:port`` address come from the fleet file. The
+observation is ``reachable`` or ``unreachable`` (a TCP connect within
+``timeout``; a down device is an observation, not a check error), then a second
+line ``headroom: ok|low|critical|unknown``. Headroom is measured for this device
+only (disk free under the state directory and load per CPU); for another device
+it is ``unknown`` until devices publish it over the control API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from reconciler import errors
+from reconciler.model import Monitor, Observation
+
+if TYPE_CHECKING:
+    from reconciler.sources import SourceContext
+
+DISK_LOW, DISK_CRITICAL = 0.15, 0.05  # free fraction
+LOAD_LOW, LOAD_CRITICAL = 2.0, 4.0  # 1-minute load per CPU
+
+
+def headroom(path: Path) -> tuple[str, dict[str, float]]:
+    """The headroom bucket of this machine and the figures behind it."""
+    try:
+        usage = shutil.disk_usage(path if path.exists() else Path("/"))
+        free = usage.free / usage.total if usage.total else 1.0
+    except OSError:
+        free = 1.0
+    try:
+        load = os.getloadavg()[0] / (os.cpu_count() or 1)
+    except OSError:
+        load = 0.0
+    if free < DISK_CRITICAL or load > LOAD_CRITICAL:
+        bucket = "critical"
+    elif free < DISK_LOW or load > LOAD_LOW:
+        bucket = "low"
+    else:
+        bucket = "ok"
+    return bucket, {"diskFree": round(free, 3), "loadPerCpu": round(load, 2)}
+
+
+def split_address(address: str) -> tuple[str, int]:
+    """``host:port`` (``[v6]:port`` too) -> (host, port).
+
+    Raises:
+        ValueError: no port.
+    """
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"address {address!r} is not host:port")
+    return host.strip("[]"), int(port)
+
+
+async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
+    """Probe the device once.
+
+    Raises:
+        errors.SourceError: kind ``config`` (permanent) when the device is not in the
+            fleet file or has no usable address.
+    """
+    spec = monitor.source
+    name = str(spec["device"])
+    device = ctx.fleet.get(name)
+    if device is None:
+        raise errors.SourceError(f"device {name!r} is not in the fleet file",
+                                 kind="config", permanent=True)
+    if not device.address:
+        raise errors.SourceError(f"device {name!r} has no address in the fleet file",
+                                 kind="config", permanent=True)
+    try:
+        host, port = split_address(device.address)
+    except ValueError as e:
+        raise errors.SourceError(f"device {name!r}: {e}", kind="config", permanent=True) from e
+    timeout = float(spec["timeout"])
+    started = time.monotonic()
+    meta: dict[str, object] = {"address": device.address}
+    try:
+        async with asyncio.timeout(timeout):
+            _, writer = await asyncio.open_connection(host, port)
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+        reach = "reachable"
+    except (TimeoutError, OSError) as e:
+        reach = "unreachable"
+        meta["error"] = type(e).__name__ + (f": {e}" if str(e) else "")
+    meta["duration"] = round(time.monotonic() - started, 4)
+    if ctx.device and name == ctx.device:
+        state_dir = ctx.settings.state_dir if ctx.settings is not None else Path("/")
+        bucket, figures = await asyncio.to_thread(headroom, state_dir)
+        meta.update(figures)
+    else:
+        bucket = "unknown"
+    return Observation(f"{reach}\nheadroom: {bucket}", meta)

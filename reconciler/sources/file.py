@@ -1,0 +1,82 @@
+"""``file``: a file's content (or a directory's sorted listing); mtime in meta.
+
+* a regular file: its content, capped at ``maxBytes`` (``truncated``), decoded as
+  UTF-8 with replacement; ``mtime`` (Unix seconds) and ``size`` go into meta, so
+  touching a file without changing it is not a change;
+* a directory: its entry names sorted, one per line, subdirectories with a
+  trailing ``/``;
+* a missing path: the observation ``missing`` (not an error: a file appearing or
+  disappearing is what users watch for);
+* unreadable (permissions, I/O error): a check error of kind ``unreadable``.
+
+Reads run in a worker thread with the spec's ``timeout`` as a deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from reconciler import errors
+from reconciler.model import Monitor, Observation
+from reconciler.sources import process
+
+if TYPE_CHECKING:
+    from reconciler.sources import SourceContext
+
+MISSING = "missing"
+
+
+def read(path: Path, max_bytes: int) -> Observation:
+    """Observe ``path`` synchronously (see the module docstring).
+
+    Raises:
+        errors.SourceError: kind ``unreadable``.
+    """
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return Observation(MISSING, {"exists": False})
+    except NotADirectoryError:
+        return Observation(MISSING, {"exists": False})
+    except OSError as e:
+        raise errors.SourceError(f"{path}: {e.strerror or e}", kind="unreadable") from e
+    meta: dict[str, Any] = {"exists": True, "mtime": st.st_mtime}
+    try:
+        if stat.S_ISDIR(st.st_mode):
+            entries = []
+            with os.scandir(path) as it:
+                for entry in it:
+                    entries.append(entry.name + ("/" if entry.is_dir() else ""))
+            entries.sort()
+            meta.update(kind="directory", entries=len(entries))
+            return Observation("\n".join(entries), meta)
+        with path.open("rb") as f:
+            data = f.read(max_bytes + 1)
+    except FileNotFoundError:
+        return Observation(MISSING, {"exists": False})
+    except OSError as e:
+        raise errors.SourceError(f"{path}: {e.strerror or e}", kind="unreadable") from e
+    truncated = len(data) > max_bytes
+    meta.update(kind="file", size=st.st_size, truncated=truncated)
+    return Observation(process.decode(data[:max_bytes]), meta)
+
+
+async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
+    """Observe ``source.path`` (``~`` expanded) once.
+
+    Raises:
+        errors.SourceError: kind ``unreadable`` or ``timeout``.
+    """
+    spec = monitor.source
+    path = Path(str(spec["path"])).expanduser()
+    timeout = float(spec["timeout"])
+    try:
+        async with asyncio.timeout(timeout):
+            return await asyncio.to_thread(read, path, int(spec["maxBytes"]))
+    except TimeoutError:
+        raise errors.SourceError(f"{path}: not read within {timeout:g}s",
+                                 kind="timeout") from None

@@ -1,0 +1,232 @@
+"""Running watched commands: process groups, capped output, UTF-8 with replacement.
+
+Shared by ``poll`` (run to completion) and ``command`` (long-running). Rules:
+
+* a string command runs as ``/bin/sh -c STRING``; a list is argv (no shell);
+* every command gets its own session (``start_new_session``), so a timeout or a
+  stop kills the whole process group, grandchildren included (``killpg``);
+* stdout is capped at ``maxBytes`` (the rest is read and dropped, ``truncated``
+  set) and decoded as UTF-8 with replacement whatever the locale;
+* once the command exits, its output is drained for at most ``DRAIN_GRACE``
+  seconds: a background grandchild that keeps the pipe open cannot hang a poll.
+
+Spawns use the default asyncio loop (uvloop forks and spawned far slower with a
+large parent, measured).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reconciler import errors
+
+DRAIN_GRACE = 0.25
+STDERR_TAIL = 2000
+CHUNK = 65536
+
+
+def argv(command: str | list[str]) -> list[str]:
+    """The argv for a spec's ``command``: ``/bin/sh -c`` for a string, as is for a list."""
+    return ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
+
+
+def environment(extra: Mapping[str, str]) -> dict[str, str]:
+    """This process's environment plus ``extra`` (the spec's ``env``)."""
+    env = dict(os.environ)
+    env.update(extra)
+    return env
+
+
+def working_dir(cwd: str | None) -> str | None:
+    """The spec's ``cwd`` with ``~`` expanded, or None."""
+    return str(Path(cwd).expanduser()) if cwd else None
+
+
+class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """The stream protocol plus a future set when the process exits.
+
+    ``Process.wait()`` also waits until every pipe is closed, which a background
+    grandchild holding stdout can delay forever; ``exited`` does not.
+    """
+
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
+        self.exited: asyncio.Future[None] = loop.create_future()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
+@dataclass(eq=False)
+class Child:
+    """A started command: the asyncio ``Process`` and a future done at its exit."""
+
+    proc: asyncio.subprocess.Process
+    exited: asyncio.Future[None]
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    async def wait_exit(self) -> int:
+        """The exit code, as soon as the process exits (pipes may stay open)."""
+        await asyncio.shield(self.exited)
+        code = self.proc.returncode
+        if code is None:
+            transport = getattr(self.proc, "_transport", None)
+            code = transport.get_returncode() if transport is not None else None
+        return -1 if code is None else int(code)
+
+
+async def spawn(spec: Mapping[str, Any], *, limit: int = CHUNK) -> Child:
+    """Start ``spec["command"]`` in a new session with piped stdout and stderr
+    (stdin is /dev/null; ``limit`` is the stream reader's line limit in bytes).
+
+    Raises:
+        errors.SourceError: kind ``spawn`` when it cannot start (missing program,
+            permission, bad ``cwd``).
+    """
+    args = argv(spec["command"])
+    loop = asyncio.get_running_loop()
+    size = max(limit, CHUNK)
+    try:
+        transport, protocol = await loop.subprocess_exec(
+            lambda: _Protocol(size, loop),
+            *args,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=working_dir(spec.get("cwd")),
+            env=environment(spec.get("env") or {}),
+            start_new_session=True,
+        )
+    except OSError as e:
+        what = e.strerror or str(e)
+        target = e.filename or args[0]
+        raise errors.SourceError(f"cannot start {args[0]!r}: {target}: {what}",
+                                 kind="spawn") from e
+    return Child(asyncio.subprocess.Process(transport, protocol, loop), protocol.exited)
+
+
+def kill_group(child: Child) -> None:
+    """SIGKILL the process group of ``child`` (its session), ignoring a vanished one."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(child.pid, signal.SIGKILL)
+
+
+class Capped:
+    """A byte buffer that keeps the first ``limit`` bytes and counts the rest."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.parts: list[bytes] = []
+        self.size = 0
+        self.truncated = False
+
+    def add(self, chunk: bytes) -> None:
+        room = self.limit - self.size
+        if room <= 0:
+            self.truncated = self.truncated or bool(chunk)
+            return
+        if len(chunk) > room:
+            chunk = chunk[:room]
+            self.truncated = True
+        self.parts.append(chunk)
+        self.size += len(chunk)
+
+    def data(self) -> bytes:
+        return b"".join(self.parts)
+
+
+class Tail:
+    """Keeps the last ``limit`` bytes (a stderr tail)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.buf = b""
+
+    def add(self, chunk: bytes) -> None:
+        self.buf = (self.buf + chunk)[-self.limit :]
+
+
+async def _pump(stream: asyncio.StreamReader | None, sink: Capped | Tail) -> None:
+    if stream is None:
+        return
+    while True:
+        chunk = await stream.read(CHUNK)
+        if not chunk:
+            return
+        sink.add(chunk)
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    """A finished run: decoded stdout, exit code, duration (s), stderr tail, truncated."""
+
+    stdout: str
+    exit_code: int
+    duration: float
+    stderr_tail: str
+    truncated: bool
+
+
+def decode(data: bytes) -> str:
+    """UTF-8 with replacement (invalid bytes become U+FFFD), whatever the locale."""
+    return data.decode("utf-8", errors="replace")
+
+
+async def run(spec: Mapping[str, Any], *, timeout: float, max_bytes: int) -> Completed:
+    """Run ``spec["command"]`` to completion within ``timeout`` seconds.
+
+    Raises:
+        errors.SourceError: kind ``spawn`` (cannot start) or ``timeout`` (the process
+            group was killed).
+    """
+    started = time.monotonic()
+    child = await spawn(spec)
+    out, err = Capped(max_bytes), Tail(STDERR_TAIL)
+    readers = [asyncio.ensure_future(_pump(child.proc.stdout, out)),
+               asyncio.ensure_future(_pump(child.proc.stderr, err))]
+    try:
+        try:
+            async with asyncio.timeout(timeout):
+                code = await child.wait_exit()
+        except TimeoutError:
+            kill_group(child)
+            await child.wait_exit()
+            raise errors.SourceError(
+                f"command did not finish within {timeout:g}s; process group killed",
+                kind="timeout",
+            ) from None
+        # Drain what the command left in its pipes, but never wait on a background
+        # grandchild that inherited them.
+        remaining = max(0.0, timeout - (time.monotonic() - started))
+        await asyncio.wait(readers, timeout=min(DRAIN_GRACE, remaining) or 0.01)
+    finally:
+        for reader in readers:
+            reader.cancel()
+        await asyncio.gather(*readers, return_exceptions=True)
+        _close_pipes(child)
+    return Completed(
+        stdout=decode(out.data()),
+        exit_code=code,
+        duration=time.monotonic() - started,
+        stderr_tail=decode(err.buf),
+        truncated=out.truncated,
+    )
+
+
+def _close_pipes(child: Child) -> None:
+    transport = getattr(child.proc, "_transport", None)
+    if transport is not None:
+        transport.close()

@@ -1,0 +1,21 @@
+"""Per-machine running state (DESIGN.md §4): atomic writes, the lock, versioned
+records and the store.
+
+Layout under the state directory::
+
+    daemon.lock                           one daemon per state directory (fcntl.flock)
+    running.json                          the daemon's running registry (``state.registry``)
+    monitors/<name>/state.json            condition state: fingerprint, baseline, last signature
+    monitors/<name>/liveness.json         heartbeat of every check (coalesced, not fsynced)
+    monitors/<name>/autopause.json        a rate-limit auto-pause (survives restarts)
+    monitors/<name>/pid-marker.json       pid sources: the watched pid was seen running
+    monitors/<name>/fires/<id>/event.json one fire record per fire
+
+Rules this package keeps: every write is atomic (temp file in the same directory,
+rename); state and fire records are fsynced, file and directory, before anyone acts
+on them; a poll writes O(1) bytes, never the whole store; every record carries a
+format ``version``; a record from a future version is kept and reported, never run
+or overwritten; a corrupt record is moved aside (never deleted) and reported.
+
+No asyncio here: callers run durable writes off the event loop (``asyncio.to_thread``).
+"""

@@ -1,0 +1,72 @@
+"""Atomic file writes: a temp file in the same directory, then ``os.replace``.
+
+A reader sees the old bytes or the new bytes, never a torn mix, even if the
+writer is killed (SIGKILL) at any instant. With ``durable=True`` the file is
+fsynced before the rename and the directory after it, so the new bytes and the
+rename itself survive a power loss (POSIX rename durability needs the directory
+fsync; see the fsync(2) man page, "fsync on the directory").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def fsync_dir(path: Path) -> None:
+    """fsync the directory ``path`` so renames and creations inside it are durable.
+
+    Raises:
+        OSError: the directory cannot be opened or synced.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_bytes(path: Path, data: bytes, *, durable: bool) -> None:
+    """Replace ``path`` with ``data`` atomically.
+
+    Args:
+        path: the target file; its directory must exist.
+        data: the complete new content.
+        durable: fsync the file before the rename and the directory after it.
+
+    Raises:
+        OSError: the write failed; ``path`` is then unchanged and the temp file removed.
+    """
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    if durable:
+        fsync_dir(path.parent)
+
+
+def dumps(obj: Any) -> bytes:
+    """The JSON encoding used for every record: sorted keys, two-space indent, UTF-8."""
+    return (json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
+
+
+def write_json(path: Path, obj: Any, *, durable: bool) -> None:
+    """Replace ``path`` with ``obj`` as JSON (``dumps``) atomically; see ``write_bytes``.
+
+    Raises:
+        OSError: the write failed (``path`` unchanged).
+        TypeError, ValueError: ``obj`` is not JSON-serializable.
+    """
+    write_bytes(path, dumps(obj), durable=durable)

@@ -1,0 +1,103 @@
+"""One daemon per state directory: an exclusive ``fcntl.flock`` on ``<state>/daemon.lock``.
+
+The kernel drops the lock when the holder dies, so a crashed daemon never leaves
+a stale lock behind. The file holds the holder's pid (for the error message only;
+the lock, not the pid, is the truth). The file itself is never deleted: deleting
+it would let two processes each lock a different inode.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+from types import TracebackType
+
+from reconciler import errors
+
+LOCK_FILE = "daemon.lock"
+
+
+def holder_pid(state_dir: Path) -> int | None:
+    """The pid written by the current (or last) holder, or None when unreadable."""
+    try:
+        text = (state_dir / LOCK_FILE).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def is_locked(state_dir: Path) -> bool:
+    """True when some process holds the lock right now (probes without keeping it)."""
+    path = state_dir / LOCK_FILE
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+class StateLock:
+    """Context manager holding ``<state>/daemon.lock`` exclusively.
+
+    Usage::
+
+        with lock.StateLock(settings.state_dir):
+            ...  # the only daemon on this state directory
+
+    Raises (on enter):
+        errors.LockedError: another process holds the lock (``pid`` = its pid when known).
+        errors.StateError: the state directory cannot be created or the file opened.
+    """
+
+    def __init__(self, state_dir: Path) -> None:
+        self.state_dir = state_dir
+        self.path = state_dir / LOCK_FILE
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        """Take the lock (non-blocking); see the class docstring for errors."""
+        try:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise errors.StateError(f"{self.path}: cannot open lock file: {e.strerror}") from e
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            pid = holder_pid(self.state_dir)
+            who = f"pid {pid}" if pid else "another process"
+            raise errors.LockedError(
+                f"{self.state_dir}: state directory is locked by {who} "
+                "(a daemon is already running here)",
+                pid=pid,
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        """Release the lock (idempotent)."""
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> StateLock:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()

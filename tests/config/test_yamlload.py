@@ -1,0 +1,160 @@
+"""The position-keeping YAML loader: every bad input is a problem with its line, never a raise."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from reconciler.config import yamlload
+
+
+def parse(text: str | bytes) -> tuple[yamlload.Document | None, list[tuple[int, int, str]]]:
+    data = text.encode() if isinstance(text, str) else text
+    doc, problems = yamlload.parse(data, file="f.yml")
+    return doc, [(p.line, p.col, p.rule) for p in problems]
+
+
+def test_plain_mapping_keeps_positions() -> None:
+    doc, problems = parse("a: 1\nb:\n  c: [x, y]\n")
+    assert problems == [] and doc is not None
+    assert doc.data == {"a": 1, "b": {"c": ["x", "y"]}}
+    assert doc.position(("b", "c", 1)) == (3, 10)
+    assert doc.position(("b", "c"), key=True) == (3, 3)
+    assert doc.parent_position(("b",)) == (2, 1)
+    # a missing key maps to the deepest existing node
+    assert doc.position(("b", "nope")) == (3, 3)
+
+
+def test_duplicate_key_is_reported_at_second_occurrence() -> None:
+    doc, problems = parse("a: 1\nb: 2\na: 3\n")
+    assert problems == [(3, 1, "duplicate-key")]
+    assert doc is not None and doc.data["a"] == 3
+
+
+def test_nested_duplicate_key() -> None:
+    _, problems = parse("s:\n  t: 1\n  t: 2\n")
+    assert problems == [(3, 3, "duplicate-key")]
+
+
+@pytest.mark.parametrize(
+    ("text", "rule", "value"),
+    [
+        ("yes", "yaml11-bool", True),
+        ("No", "yaml11-bool", False),
+        ("on", "yaml11-bool", True),
+        ("OFF", "yaml11-bool", False),
+        ("y", "yaml11-bool", True),
+        ("n", "yaml11-bool", False),
+        ("0777", "yaml11-octal", 511),
+        ("1:30", "yaml11-sexagesimal", 90),
+        ("1:30:00", "yaml11-sexagesimal", 5400),
+    ],
+)
+def test_yaml11_surprises_are_recorded(text: str, rule: str, value: object) -> None:
+    doc, problems = parse(f"k: {text}\n")
+    assert problems == [] and doc is not None
+    s = doc.surprises[("k",)]
+    assert (s.rule, s.text, s.line, s.col) == (rule, text, 1, 4)
+    assert s.value == value
+    assert f"'{text}'" in s.hint()  # says how to quote
+
+
+@pytest.mark.parametrize("text", ["'yes'", '"0777"', "'1:30'", "true", "false", "0", "10", "0x1F",
+                                  "yes-please", "'y'"])
+def test_quoted_or_unambiguous_scalars_are_not_surprises(text: str) -> None:
+    doc, _ = parse(f"k: {text}\n")
+    assert doc is not None and doc.surprises == {}
+
+
+def test_keys_are_text_never_booleans() -> None:
+    doc, _ = parse("on: 1\nyes: 2\n")
+    assert doc is not None and doc.data == {"on": 1, "yes": 2}
+
+
+def test_timestamps_stay_strings() -> None:
+    doc, _ = parse("d: 2026-01-01\nt: 2026-01-01T10:00:00Z\n")
+    assert doc is not None
+    assert doc.data == {"d": "2026-01-01", "t": "2026-01-01T10:00:00Z"}
+
+
+def test_tab_indentation() -> None:
+    assert parse("a:\n\tb: 1\n")[1] == [(2, 1, "tab")]
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n", "---\n"])
+def test_empty_file(text: str) -> None:
+    doc, problems = parse(text)
+    assert doc is None and problems == [(1, 1, "empty-file")]
+
+
+@pytest.mark.parametrize(("text", "line"), [("- a\n- b\n", 1), ("just text\n", 1),
+                                            ("# c\n42\n", 2)])
+def test_top_level_must_be_a_mapping(text: str, line: int) -> None:
+    doc, problems = parse(text)
+    assert doc is None and problems == [(line, 1, "top-level")]
+
+
+def test_non_utf8_names_the_line() -> None:
+    doc, problems = parse(b"a: 1\nb: caf\xe9\n")
+    assert doc is None and problems == [(2, 7, "encoding")]
+
+
+def test_utf8_bom_is_accepted() -> None:
+    doc, problems = parse("\ufeffa: 1\n".encode())
+    assert problems == [] and doc is not None and doc.data == {"a": 1}
+
+
+def test_file_over_one_mib(tmp_path: Path) -> None:
+    path = tmp_path / "big.yml"
+    path.write_bytes(b"a: " + b"x" * (yamlload.MAX_BYTES + 1) + b"\n")
+    doc, problems = yamlload.load(path)
+    assert doc is None and [p.rule for p in problems] == ["file-too-large"]
+
+
+def test_unreadable_paths(tmp_path: Path) -> None:
+    doc, problems = yamlload.load(tmp_path)
+    assert doc is None and [p.rule for p in problems] == ["unreadable"]
+    doc, problems = yamlload.load(tmp_path / "missing.yml")
+    assert doc is None and [p.rule for p in problems] == ["unreadable"]
+
+
+def test_syntax_error_has_position() -> None:
+    assert parse("a: [1, 2\nb: 3\n")[1] == [(2, 2, "yaml-syntax")]
+
+
+def test_second_document_is_refused() -> None:
+    assert parse("a: 1\n---\nb: 2\n")[1] == [(2, 1, "yaml-syntax")]
+
+
+def test_explicit_python_tag_is_refused_not_executed() -> None:
+    _, problems = parse("a: !!python/object/apply:os.system ['false']\n")
+    assert problems == [(1, 4, "yaml-tag")]
+
+
+def test_merge_keys_work_and_explicit_keys_win() -> None:
+    doc, problems = parse("base: &b {x: 1, y: 2}\nm:\n  <<: *b\n  y: 3\n")
+    assert problems == [] and doc is not None
+    assert doc.data["m"] == {"x": 1, "y": 3}
+
+
+def test_recursive_alias_is_refused() -> None:
+    doc, problems = parse("a: &x [1, *x]\n")
+    assert doc is None and problems == [(1, 1, "yaml-aliases")]
+
+
+def test_alias_bomb_ends_fast() -> None:
+    rows = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for prev, cur in zip("abcdefgh", "bcdefghi", strict=True):
+        rows.append(f"{cur}: &{cur} [" + ",".join([f"*{prev}"] * 9) + "]")
+    start = time.perf_counter()
+    doc, problems = parse("\n".join(rows) + "\n")
+    elapsed = time.perf_counter() - start
+    assert doc is None and [p[2] for p in problems] == ["yaml-aliases"]
+    assert elapsed < 1.0  # a bound on a pathological input, not a benchmark
+
+
+def test_deep_nesting_does_not_raise() -> None:
+    doc, problems = parse("a: " + "[" * 5000 + "]" * 5000 + "\n")
+    assert doc is None or problems == [] or problems[0][2] in ("yaml-syntax", "yaml-aliases")

@@ -1,0 +1,98 @@
+"""Shared helpers for engine tests: monitors from dicts, a recording dispatcher, a
+loopback HTTP server."""
+
+from __future__ import annotations
+
+import asyncio
+import http.server
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from reconciler.config import normalize
+from reconciler.events import Event
+from reconciler.model import Monitor
+
+
+def monitor(source: dict[str, Any], *, name: str = "m", condition: dict[str, Any] | None = None,
+            action: dict[str, Any] | None = None, **extra: Any) -> Monitor:
+    """A normalized monitor from plain dicts (action defaults to notify)."""
+    doc: dict[str, Any] = {"source": source, "action": action or {"type": "notify"}, **extra}
+    if condition is not None:
+        doc["condition"] = condition
+    return normalize.monitor(doc, name=name)
+
+
+class Recorder:
+    """A Dispatcher that records every event (and the state seen on disk at dispatch)."""
+
+    def __init__(self, on_dispatch: Callable[[Monitor, Event], None] | None = None) -> None:
+        self.events: list[Event] = []
+        self.on_dispatch = on_dispatch
+
+    async def dispatch(self, monitor: Monitor, event: Event) -> None:
+        if self.on_dispatch is not None:
+            self.on_dispatch(monitor, event)
+        self.events.append(event)
+
+
+async def until(pred: Callable[[], bool], timeout: float = 10.0, step: float = 0.01) -> None:
+    """Poll ``pred`` until true (bounded), else fail."""
+    deadline = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        await asyncio.sleep(step)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+Handler = Callable[[http.server.BaseHTTPRequestHandler], None]
+
+
+@contextmanager
+def http_server(routes: dict[str, Handler]) -> Iterator[str]:
+    """A threaded HTTP server on 127.0.0.1 serving ``routes`` (path -> handler);
+    yields the base URL."""
+
+    class H(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:  # noqa: N802
+            fn = routes.get(self.path.split("?")[0])
+            if fn is None:
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            fn(self)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def reply(handler: http.server.BaseHTTPRequestHandler, status: int, body: bytes,
+          headers: dict[str, str] | None = None) -> None:
+    handler.send_response(status)
+    for k, v in (headers or {}).items():
+        handler.send_header(k, v)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)

@@ -1,0 +1,99 @@
+"""Conditions as tables: observation sequences in, fires and reasons out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from reconciler import conditions
+from reconciler.model import Monitor, Observation
+from tests.engine.helpers import monitor
+
+SRC = {"type": "poll", "command": "true", "interval": "30s"}
+
+
+def run(m: Monitor, texts: list[str], state: dict[str, Any] | None = None
+        ) -> tuple[list[str], dict[str, Any] | None]:
+    """Feed texts through decide, persisting like the engine; return 'F:reason'/'-:reason'."""
+    out = []
+    for text in texts:
+        d = conditions.decide(m, Observation(text), state)
+        out.append(("F:" if d.fire else "-:") + d.reason)
+        if d.persist:
+            state = d.state
+    return out, state
+
+
+CASES: list[tuple[str, dict[str, Any] | None, list[str], list[str]]] = [
+    ("on-change baseline then change", None, ["a", "a", "b", "b", "a"],
+     ["-:baseline", "-:unchanged", "F:changed", "-:unchanged", "F:changed"]),
+    ("match fail pass fail fires twice", {"mode": "match", "match": "fail"},
+     ["fail", "pass", "fail"], ["F:matched new signature", "-:no match", "F:matched new signature"]),
+    ("match once per signature while matching", {"mode": "match", "match": "fail"},
+     ["ok", "fail 1", "fail 1", "fail 2", "fail 2"],
+     ["-:no match", "F:matched new signature", "-:unchanged", "F:matched new signature",
+      "-:unchanged"]),
+    ("dedupeKey group 1", {"mode": "match", "match": "fail", "dedupeKey": r"build (\d+)"},
+     ["fail build 7 at 10:00", "fail build 7 at 10:05", "fail build 8 at 10:06"],
+     ["F:matched new signature", "-:unchanged", "F:matched new signature"]),
+    ("dedupeKey without groups uses the whole match", {"dedupeKey": r"v\d+"},
+     ["release v1 (built 1)", "release v1 (built 2)", "release v2"],
+     ["-:baseline", "-:unchanged", "F:changed"]),
+    ("ignore removes volatile parts", {"ignore": [r"\d\d:\d\d:\d\d", r"nonce=\w+"]},
+     ["up 10:00:00 nonce=abc", "up 10:00:05 nonce=def", "down 10:00:10 nonce=x"],
+     ["-:baseline", "-:unchanged", "F:changed"]),
+    ("every fires each time", {"mode": "every"}, ["a", "a", "b"],
+     ["F:every", "F:every", "F:every"]),
+    ("pid default: exited fires once", None, ["running", "running", "exited", "exited"],
+     ["-:no match", "-:no match", "F:matched new signature", "-:unchanged"]),
+]
+
+
+@pytest.mark.parametrize(("title", "cond", "texts", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_condition_table(title: str, cond: dict[str, Any] | None, texts: list[str],
+                         expected: list[str]) -> None:
+    src = {"type": "pid", "pid": 1} if title.startswith("pid") else SRC
+    m = monitor(src, condition=cond)
+    assert run(m, texts)[0] == expected
+
+
+def test_fingerprint_change_starts_new_baseline() -> None:
+    old = monitor(SRC)
+    _, state = run(old, ["a"])
+    new = monitor({**SRC, "interval": "1m"})
+    assert new.fingerprint != old.fingerprint
+    d = conditions.decide(new, Observation("b"), state)
+    assert not d.fire and d.reason == conditions.Reason.BASELINE and d.persist
+    assert d.state["fingerprint"] == new.fingerprint
+
+
+def test_identity_change_in_match_mode_does_not_inherit_episode() -> None:
+    old = monitor(SRC, condition={"mode": "match", "match": "fail"})
+    _, state = run(old, ["fail"])
+    new = monitor({**SRC, "interval": "1m"}, condition={"mode": "match", "match": "fail"})
+    d = conditions.decide(new, Observation("fail"), state)
+    assert d.fire and d.persist
+
+
+def test_summary_signature_groups_and_observation_after_ignore() -> None:
+    m = monitor(SRC, condition={"mode": "match", "match": r"fail(ed)? in (\w+)",
+                                "ignore": [r"@\d+"]})
+    d = conditions.decide(m, Observation("job failed in lint @123"), None)
+    assert d.summary == "failed in lint"
+    assert d.groups == ("ed", "lint")
+    assert d.observation == "job failed in lint "
+
+
+def test_long_observation_signature_is_hashed_and_summary_shortened() -> None:
+    m = monitor(SRC)
+    d = conditions.decide(m, Observation("x" * 5000), None)
+    assert d.signature.startswith("sha256:") and len(d.signature) == 71
+    assert len(d.summary) == 1000 and d.summary.endswith("…")
+
+
+def test_unchanged_does_not_persist() -> None:
+    m = monitor(SRC)
+    _, state = run(m, ["a"])
+    d = conditions.decide(m, Observation("a"), state)
+    assert not d.persist and not d.fire

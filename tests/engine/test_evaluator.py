@@ -1,0 +1,409 @@
+"""The engine: scheduling, persist-before-dispatch, crash roll-forward, refusals."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reconciler import errors, sources
+from reconciler.daemon import evaluator
+from reconciler.events import Event
+from reconciler.model import Monitor, Observation, SourceType
+from reconciler.state import store as store_mod
+from tests.engine.helpers import Recorder, monitor, until
+
+
+class Scripted:
+    """An in-memory poll source: each observe pops the next item (text or SourceError)
+    for the monitor; when empty it repeats the last item. Records call times."""
+
+    def __init__(self) -> None:
+        self.script: dict[str, list[Any]] = {}
+        self.last: dict[str, Any] = {}
+        self.calls: dict[str, list[float]] = {}
+        self.delay: dict[str, float] = {}
+        self.active: dict[str, int] = {}
+        self.max_active: dict[str, int] = {}
+
+    async def observe(self, m: Monitor, ctx: sources.SourceContext) -> Observation:
+        name = m.name
+        self.calls.setdefault(name, []).append(time.monotonic())
+        self.active[name] = self.active.get(name, 0) + 1
+        self.max_active[name] = max(self.max_active.get(name, 0), self.active[name])
+        try:
+            if self.delay.get(name):
+                await asyncio.sleep(self.delay[name])
+            queue = self.script.get(name) or []
+            item = queue.pop(0) if queue else self.last.get(name, "idle")
+            self.last[name] = item
+            if isinstance(item, errors.SourceError):
+                raise item
+            return Observation(str(item))
+        finally:
+            self.active[name] -= 1
+
+
+@pytest.fixture
+def scripted(monkeypatch: pytest.MonkeyPatch) -> Iterator[Scripted]:
+    s = Scripted()
+    monkeypatch.setitem(sources.REGISTRY, SourceType.POLL, s)
+    yield s
+
+
+def pm(name: str = "m", interval: str = "1s", **kw: Any) -> Monitor:
+    return monitor({"type": "poll", "command": "unused", "interval": interval}, name=name, **kw)
+
+
+class Env:
+    def __init__(self, tmp: Path, guard: Any = None, rec: Recorder | None = None) -> None:
+        self.store = store_mod.Store(tmp / "state")
+        self.rec = rec or Recorder()
+        self.guard = guard
+        self.ctx: sources.SourceContext | None = None
+        self.engine: evaluator.Engine | None = None
+
+    async def __aenter__(self) -> evaluator.Engine:
+        self.ctx = sources.SourceContext.create(store=self.store)
+        self.engine = evaluator.Engine(self.store, self.rec, ctx=self.ctx, guard=self.guard,
+                                       flush_interval=0.1)
+        return self.engine
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.engine is not None and self.ctx is not None
+        await self.engine.close()
+        await self.ctx.aclose()
+
+
+def checks(store: store_mod.Store, name: str = "m") -> int:
+    live = store.liveness(name)
+    return int(live["checkCount"]) if live else 0
+
+
+def test_baseline_then_fire_is_durable_before_dispatch(tmp_path: Path, scripted: Scripted
+                                                        ) -> None:
+    scripted.script["m"] = ["a", "a", "b"]
+    seen_on_disk: list[tuple[dict[str, Any], dict[str, Any]]] = []
+
+    def on_dispatch(m: Monitor, e: Event) -> None:
+        base = tmp_path / "state" / "monitors" / m.name
+        state = json.loads((base / "state.json").read_text())
+        fire = json.loads((base / "fires" / e.id / "event.json").read_text())
+        seen_on_disk.append((state, fire))
+
+    env = Env(tmp_path, rec=Recorder(on_dispatch))
+
+    async def go() -> None:
+        async with env as engine:
+            await engine.start(pm(interval="500ms"))
+            first = await engine.wait_first_poll(["m"], 5)
+            assert first == {"m": evaluator.FirstPoll(True)}
+            await until(lambda: len(env.rec.events) == 1)
+
+    asyncio.run(go())
+    event = env.rec.events[0]
+    assert event.summary == "b" and event.reason == "changed"
+    state, fire = seen_on_disk[0]
+    assert state["lastSignature"] == "b" and state["lastEventId"] == event.id
+    assert fire["status"] == "pending" and fire["event"]["id"] == event.id
+
+
+def test_never_two_polls_at_once_and_skips_counted(tmp_path: Path, scripted: Scripted) -> None:
+    scripted.delay["slow"] = 1.3
+    env = Env(tmp_path)
+
+    async def go() -> dict[str, int]:
+        async with env as engine:
+            await engine.start(pm("slow", interval="500ms"))
+            await engine.start(pm("fast", interval="500ms"))
+            await until(lambda: len(scripted.calls.get("fast", [])) >= 5, timeout=10)
+            await until(lambda: len(scripted.calls.get("slow", [])) >= 2, timeout=10)
+            return engine.skipped
+
+    skipped = asyncio.run(go())
+    assert scripted.max_active["slow"] == 1
+    assert skipped["slow"] >= 1
+    assert skipped["fast"] == 0  # a slow source delays only its own monitor
+
+
+def test_check_errors_never_change_baseline(tmp_path: Path, scripted: Scripted) -> None:
+    err = errors.SourceError("boom", kind="timeout")
+    scripted.script["m"] = ["a", err, err, "a", err, "a"]
+    env = Env(tmp_path)
+
+    async def go() -> None:
+        async with env as engine:
+            await engine.start(pm(interval="500ms"))
+            await until(lambda: len(scripted.calls.get("m", [])) >= 6, timeout=10)
+            await until(lambda: checks(env.store) >= 6)
+
+    asyncio.run(go())
+    assert env.rec.events == []
+    live = env.store.liveness("m")
+    assert live is not None and live["consecutiveErrors"] == 0 and live["checkCount"] >= 6
+
+
+def test_failed_fire_commit_leaves_stored_state_exactly(tmp_path: Path, scripted: Scripted
+                                                        ) -> None:
+    scripted.script["m"] = ["a", "b"]
+    env = Env(tmp_path)
+    mdir = tmp_path / "state" / "monitors" / "m"
+
+    async def go() -> None:
+        async with env as engine:
+            await engine.start(pm(interval="500ms"))
+            await engine.wait_first_poll(["m"], 5)
+            before = (mdir / "state.json").read_bytes()
+            (mdir / "fires").write_text("not a directory")  # the fire record cannot be made
+            await until(lambda: (env.store.liveness("m") or {}).get("consecutiveErrors", 0) >= 1)
+            assert (mdir / "state.json").read_bytes() == before
+            assert env.rec.events == []
+            (mdir / "fires").unlink()
+            await until(lambda: len(env.rec.events) == 1)  # retried on the next poll
+
+    asyncio.run(go())
+    assert env.rec.events[0].summary == "b"
+
+
+def test_failed_state_write_rolls_back_fire_record(tmp_path: Path, scripted: Scripted,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    scripted.script["m"] = ["a", "b"]
+    env = Env(tmp_path)
+    mdir = tmp_path / "state" / "monitors" / "m"
+
+    async def go() -> None:
+        async with env as engine:
+            await engine.start(pm(interval="500ms"))
+            await engine.wait_first_poll(["m"], 5)
+            before = (mdir / "state.json").read_bytes()
+
+            def broken(name: str, record: Any) -> None:
+                raise OSError(28, "No space left on device")
+
+            monkeypatch.setattr(env.store, "write_state", broken)
+            await until(lambda: (env.store.liveness("m") or {}).get("consecutiveErrors", 0) >= 1)
+            assert (mdir / "state.json").read_bytes() == before
+            assert env.store.fire_ids("m") == [] and env.rec.events == []
+            assert "No space left" in (env.store.liveness("m") or {})["lastError"]
+
+    asyncio.run(go())
+
+
+def test_crash_between_fire_record_and_state_rolls_forward(tmp_path: Path, scripted: Scripted
+                                                           ) -> None:
+    m = pm()
+    store = store_mod.Store(tmp_path / "state")
+    store.write_state("m", {"fingerprint": m.fingerprint, "mode": "on-change",
+                            "baseline": "a", "lastSignature": "a"})
+    committed = {"fingerprint": m.fingerprint, "mode": "on-change", "baseline": "a",
+                 "lastSignature": "b", "lastEventId": "20260101T000000.000000-aaaaaaaa"}
+    ev = Event(id="20260101T000000.000000-aaaaaaaa", monitor=m.name, fingerprint=m.fingerprint,
+               fired_at="2026-01-01T00:00:00.000000Z", summary="b", signature="b",
+               observation="b", reason="changed")
+    store.create_fire("m", ev, state=committed, at=0.0)  # crash: state.json never written
+    scripted.script["m"] = ["b"]
+    env = Env(tmp_path)
+
+    async def go() -> None:
+        async with env as engine:
+            await engine.start(m)
+            await engine.wait_first_poll(["m"], 5)
+
+    asyncio.run(go())
+    assert env.rec.events == []  # the committed fire is not fired a second time
+    assert store_mod.Store(tmp_path / "state").read_state("m")["lastSignature"] == "b"  # type: ignore[index]
+
+
+def test_future_version_state_parks_monitor_and_keeps_file(tmp_path: Path, scripted: Scripted
+                                                           ) -> None:
+    mdir = tmp_path / "state" / "monitors" / "m"
+    mdir.mkdir(parents=True)
+    (mdir / "state.json").write_text('{"version": 7}')
+    env = Env(tmp_path)
+
+    async def go() -> None:
+        async with env as engine:
+            await engine.start(pm())
+            first = await engine.wait_first_poll(["m"], 2)
+            assert first["m"] is not None and not first["m"].ok
+            assert "version 7" in (first["m"].error or "")
+            assert "m" in engine.parked and "m" in engine.running()
+
+    asyncio.run(go())
+    assert "m" not in scripted.calls
+    assert (mdir / "state.json").read_text() == '{"version": 7}'
+
+
+def test_corrupt_state_quarantined_then_fresh_baseline(tmp_path: Path, scripted: Scripted
+                                                       ) -> None:
+    mdir = tmp_path / "state" / "monitors" / "m"
+    mdir.mkdir(parents=True)
+    (mdir / "state.json").write_text("{torn")
+    scripted.script["m"] = ["x"]
+    env = Env(tmp_path)
+
+    async def go() -> None:
+        async with env as engine:
+            await engine.start(pm())
+            assert (await engine.wait_first_poll(["m"], 5))["m"] == evaluator.FirstPoll(True)
+
+    asyncio.run(go())
+    assert env.rec.events == []
+    assert [p.name.split("-")[0] for p in env.store.quarantined()] == ["state.json.corrupt"]
+    assert env.store.read_state("m")["baseline"] == "x"  # type: ignore[index]
+
+
+def test_replace_new_fingerprint_is_new_baseline_update_keeps_it(tmp_path: Path,
+                                                                 scripted: Scripted) -> None:
+    scripted.script["m"] = ["a"]
+    env = Env(tmp_path)
+
+    async def go() -> None:
+        async with env as engine:
+            await engine.start(pm())
+            await engine.wait_first_poll(["m"], 5)
+            scripted.last["m"] = "b"
+            edited = pm(interval="2s")
+            await engine.replace(edited)
+            await engine.wait_first_poll(["m"], 5)
+            assert env.store.read_state("m")["fingerprint"] == edited.fingerprint  # type: ignore[index]
+            relabeled = pm(interval="2s", labels={"team": "x"})
+            await engine.update(relabeled)
+            assert engine.running()["m"].labels == {"team": "x"}
+
+    asyncio.run(go())
+    assert env.rec.events == []
+
+
+def test_autopaused_monitor_is_not_polled(tmp_path: Path, scripted: Scripted) -> None:
+    env = Env(tmp_path)
+    env.store.set_autopause("m", "rate limit", 0.0)
+
+    async def go() -> None:
+        async with env as engine:
+            await engine.start(pm("m", interval="500ms"))
+            await engine.start(pm("other", interval="500ms"))
+            await until(lambda: len(scripted.calls.get("other", [])) >= 3)
+
+    asyncio.run(go())
+    assert "m" not in scripted.calls
+
+
+class Guard:
+    def __init__(self) -> None:
+        self.checks: list[bool] = []
+
+    def allow_fire(self, monitor: Monitor, event: Event) -> bool:
+        return False
+
+    async def after_check(self, monitor: Monitor, *, ok: bool, error: str | None) -> None:
+        self.checks.append(ok)
+
+
+def test_guard_refusal_suppresses_fire_but_keeps_observation(tmp_path: Path, scripted: Scripted
+                                                             ) -> None:
+    scripted.script["m"] = ["a", "b", errors.SourceError("x")]
+    guard = Guard()
+    env = Env(tmp_path, guard=guard)
+
+    async def go() -> None:
+        async with env as engine:
+            await engine.start(pm(interval="500ms"))
+            await until(lambda: len(guard.checks) >= 3)
+
+    asyncio.run(go())
+    assert env.rec.events == [] and env.store.fire_ids("m") == []
+    assert env.store.read_state("m")["lastSignature"] == "b"  # type: ignore[index]
+    assert guard.checks[:3] == [True, True, False]
+
+
+def test_push_source_parked_with_message(tmp_path: Path) -> None:
+    env = Env(tmp_path)
+    m = monitor({"type": "webhook", "provider": "github", "events": ["push"]}, name="hook")
+
+    async def go() -> None:
+        async with env as engine:
+            await engine.start(m)
+            first = (await engine.wait_first_poll(["hook"], 1))["hook"]
+            assert first is not None and "not evaluated yet" in (first.error or "")
+
+    asyncio.run(go())
+
+
+def test_permanent_error_parks(tmp_path: Path) -> None:
+    env = Env(tmp_path)
+    m = monitor({"type": "device", "device": "nowhere", "interval": "1s"}, name="d")
+
+    async def go() -> None:
+        async with env as engine:
+            await engine.start(m)
+            first = (await engine.wait_first_poll(["d"], 5))["d"]
+            assert first is not None and not first.ok
+            assert "not in the fleet" in engine.parked["d"]
+
+    asyncio.run(go())
+
+
+def test_poll_once_fires_and_dispatches(tmp_path: Path, scripted: Scripted) -> None:
+    scripted.script["m"] = ["fail 1"]
+    env = Env(tmp_path)
+    m = pm(condition={"mode": "match", "match": "fail"})
+
+    async def go() -> evaluator.PollResult:
+        async with env as engine:
+            return await engine.poll_once(m)
+
+    result = asyncio.run(go())
+    assert result.ok and result.event is not None and result.event.summary == "fail"
+    assert env.rec.events == [result.event]
+    assert env.store.liveness("m")["checkCount"] == 1  # type: ignore[index]
+
+
+def test_first_polls_spread_when_many_start(tmp_path: Path, scripted: Scripted) -> None:
+    env = Env(tmp_path)
+    n = 400
+
+    async def go() -> None:
+        async with env as engine:
+            for i in range(n):
+                await engine.start(pm(f"m{i}", interval="2s"))
+            names = [f"m{i}" for i in range(n)]
+            done = await engine.wait_first_poll(names, 10)
+            assert all(v is not None and v.ok for v in done.values())
+
+    asyncio.run(go())
+    firsts = sorted(calls[0] for calls in scripted.calls.values())
+    span = firsts[-1] - firsts[0]
+    assert span > 0.8  # 400 starts at 200/s: spread over ~2 s, not one burst
+    first_100ms = sum(1 for t in firsts if t - firsts[0] < 0.1)
+    assert first_100ms < n / 4
+    assert evaluator.offset_fraction("m1") == evaluator.offset_fraction("m1")
+
+
+def test_command_stream_evaluated_and_killed_on_stop(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    m = monitor({"type": "command",
+                 "command": f"echo $$ > {pidfile}; echo start; sleep 0.3; echo changed; "
+                            "sleep 300"}, name="c")
+    env = Env(tmp_path)
+
+    async def go() -> None:
+        async with env as engine:
+            await engine.start(m)
+            assert (await engine.wait_first_poll(["c"], 5))["c"] == evaluator.FirstPoll(True)
+            await until(lambda: len(env.rec.events) == 1)
+            await engine.stop("c")
+
+    asyncio.run(go())
+    assert env.rec.events[0].summary == "changed"
+    from reconciler.sources import pid
+
+    deadline = time.monotonic() + 5
+    while pid.alive(int(pidfile.read_text())) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not pid.alive(int(pidfile.read_text()))

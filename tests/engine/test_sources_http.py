@@ -1,0 +1,141 @@
+"""poll-http against a real HTTP server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import http.server
+import time
+from typing import Any
+
+import pytest
+
+from reconciler import errors, sources
+from reconciler.model import Observation
+from reconciler.sources import http
+from tests.engine.helpers import free_port, http_server, monitor, reply
+
+
+def ok(h: http.server.BaseHTTPRequestHandler) -> None:
+    reply(h, 200, f"hello auth={h.headers.get('Authorization')}".encode(),
+          {"Content-Type": "text/plain; charset=utf-8"})
+
+
+def fail(h: http.server.BaseHTTPRequestHandler) -> None:
+    reply(h, 500, b"boom")
+
+
+def redirect(h: http.server.BaseHTTPRequestHandler) -> None:
+    reply(h, 302, b"", {"Location": "/ok"})
+
+
+def drip(h: http.server.BaseHTTPRequestHandler) -> None:
+    h.send_response(200)
+    h.send_header("Content-Length", "100")
+    h.end_headers()
+    for _ in range(100):
+        try:
+            h.wfile.write(b"x")
+            h.wfile.flush()
+        except OSError:
+            return
+        time.sleep(0.1)
+
+
+def drop(h: http.server.BaseHTTPRequestHandler) -> None:
+    h.send_response(200)
+    h.send_header("Content-Length", "1000")
+    h.end_headers()
+    h.wfile.write(b"partial")
+    h.wfile.flush()
+    h.connection.shutdown(2)
+    h.close_connection = True
+
+
+def big(h: http.server.BaseHTTPRequestHandler) -> None:
+    reply(h, 200, b"z" * 300_000)
+
+
+ROUTES = {"/ok": ok, "/fail": fail, "/redirect": redirect, "/drip": drip, "/drop": drop,
+          "/big": big}
+
+
+def get(url: str, **spec: Any) -> Observation:
+    m = monitor({"type": "poll-http", "url": url, "interval": "30s", **spec})
+
+    async def go() -> Observation:
+        c = sources.SourceContext.create()
+        try:
+            return await http.observe(m, c)
+        finally:
+            await c.aclose()
+
+    return asyncio.run(go())
+
+
+@pytest.fixture(scope="module")
+def base() -> Any:
+    with http_server(ROUTES) as url:
+        yield url
+
+
+def test_200_status_and_body(base: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOKEN_FOR_TEST", "s3cret")
+    obs = get(base + "/ok", headers={"Authorization": "Bearer ${TOKEN_FOR_TEST}"})
+    assert obs.text == "200\nhello auth=Bearer s3cret"
+    assert obs.meta["status"] == 200 and obs.meta["truncated"] is False
+    assert "s3cret" not in repr(obs.meta)
+
+
+def test_unset_env_in_header_is_check_error_naming_variable(base: str) -> None:
+    with pytest.raises(errors.SourceError, match="NO_SUCH_VAR_X is not set") as info:
+        get(base + "/ok", headers={"Authorization": "${NO_SUCH_VAR_X}"})
+    assert info.value.kind == "config"
+    assert http.redacted_headers({"A": "x ${T}", "B": "plain"}) == {"A": "<redacted>",
+                                                                    "B": "plain"}
+
+
+def test_500_is_an_observation(base: str) -> None:
+    assert get(base + "/fail").text == "500\nboom"
+
+
+def test_redirect_not_followed_by_default(base: str) -> None:
+    obs = get(base + "/redirect")
+    assert obs.text.startswith("302\n") and obs.meta["location"] == "/ok"
+
+
+def test_redirect_followed_when_asked(base: str) -> None:
+    obs = get(base + "/redirect", followRedirects=True)
+    assert obs.text.startswith("200\nhello") and obs.meta["url"].endswith("/ok")
+
+
+def test_dripping_body_cannot_stretch_past_deadline(base: str) -> None:
+    started = time.monotonic()
+    with pytest.raises(errors.SourceError) as info:
+        get(base + "/drip", timeout="1s")
+    assert info.value.kind == "timeout"
+    assert time.monotonic() - started < 3
+
+
+def test_dropped_connection_is_check_error_with_class(base: str) -> None:
+    with pytest.raises(errors.SourceError) as info:
+        get(base + "/drop")
+    assert info.value.kind == "protocol"
+    assert "RemoteProtocolError" in str(info.value) or "ReadError" in str(info.value)
+
+
+def test_refused_port_is_connect_error() -> None:
+    with pytest.raises(errors.SourceError) as info:
+        get(f"http://127.0.0.1:{free_port()}/")
+    assert info.value.kind == "connect" and "ConnectError" in str(info.value)
+
+
+def test_body_capped(base: str) -> None:
+    obs = get(base + "/big", maxBytes=1000)
+    assert obs.text == "200\n" + "z" * 1000 and obs.meta["truncated"] is True
+
+
+def test_dns_failure_is_classified() -> None:
+    with pytest.raises(errors.SourceError) as info:
+        get("http://no-such-host.invalid/", timeout="5s")
+    assert info.value.kind in {"dns", "connect"}
+    assert "ConnectError" in str(info.value)

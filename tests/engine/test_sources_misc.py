@@ -1,0 +1,187 @@
+"""file, pid, device and push sources against real files, processes and sockets."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reconciler import errors, sources
+from reconciler.fleet import Device, Fleet
+from reconciler.model import DeviceName, Monitor, Observation
+from reconciler.state import store as store_mod
+from tests.engine.helpers import free_port, monitor
+
+
+def observe(m: Monitor, **ctx_args: Any) -> Observation:
+    async def go() -> Observation:
+        c = sources.SourceContext.create(**ctx_args)
+        try:
+            return await sources.observe(m, c)
+        finally:
+            await c.aclose()
+
+    return asyncio.run(go())
+
+
+def file_monitor(path: Path, **spec: Any) -> Monitor:
+    return monitor({"type": "file", "path": str(path), **spec})
+
+
+def test_file_content_mtime_and_atomic_replace(tmp_path: Path) -> None:
+    f = tmp_path / "f.txt"
+    f.write_text("one")
+    first = observe(file_monitor(f))
+    assert first.text == "one" and first.meta["mtime"] == f.stat().st_mtime
+    tmp = tmp_path / "f.tmp"
+    tmp.write_text("two")
+    os.replace(tmp, f)
+    assert observe(file_monitor(f)).text == "two"
+
+
+def test_file_deleted_is_missing_observation(tmp_path: Path) -> None:
+    f = tmp_path / "gone"
+    f.write_text("x")
+    f.unlink()
+    obs = observe(file_monitor(f))
+    assert obs.text == "missing" and obs.meta == {"exists": False}
+
+
+def test_directory_sorted_listing(tmp_path: Path) -> None:
+    for name in ("b.txt", "a.txt"):
+        (tmp_path / name).write_text("")
+    (tmp_path / "sub").mkdir()
+    assert observe(file_monitor(tmp_path)).text == "a.txt\nb.txt\nsub/"
+
+
+def test_file_capped_and_utf8_replaced(tmp_path: Path) -> None:
+    f = tmp_path / "bin"
+    f.write_bytes(b"\xff" + b"a" * 100)
+    obs = observe(file_monitor(f, maxBytes=10))
+    assert obs.text == "\ufffd" + "a" * 9 and obs.meta["truncated"] is True
+
+
+def test_unreadable_file_is_check_error(tmp_path: Path) -> None:
+    f = tmp_path / "secret"
+    f.write_text("x")
+    f.chmod(0)
+    if os.geteuid() == 0:  # root reads mode-0 files; /proc/self/mem fails to read (EIO)
+        f = Path("/proc/self/mem")
+    with pytest.raises(errors.SourceError) as info:
+        observe(file_monitor(f))
+    assert info.value.kind == "unreadable"
+
+
+def test_pid_running_then_exited_with_marker(tmp_path: Path) -> None:
+    store = store_mod.Store(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    m = monitor({"type": "pid", "pid": proc.pid}, name="p")
+    try:
+        assert observe(m, store=store).text == "running"
+        assert store.pid_marker("p") == {**store.pid_marker("p"), "pid": proc.pid}  # type: ignore[dict-item]
+    finally:
+        proc.kill()
+        proc.wait()
+    assert observe(m, store=store).text == "exited"
+
+
+def test_pid_dead_refused_unless_forced(tmp_path: Path) -> None:
+    store = store_mod.Store(tmp_path)
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    m = monitor({"type": "pid", "pid": proc.pid}, name="p")
+    with pytest.raises(errors.SourceError) as info:
+        observe(m, store=store)
+    assert info.value.permanent and "force" in str(info.value)
+    forced = monitor({"type": "pid", "pid": proc.pid, "force": True}, name="p")
+    assert observe(forced, store=store).text == "notyetspawned"
+    assert observe(forced, store=store).text == "notyetspawned"  # never "exited" unseen
+
+
+def test_pid_zombie_counts_as_exited(tmp_path: Path) -> None:
+    store = store_mod.Store(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                            stdin=subprocess.PIPE)
+    m = monitor({"type": "pid", "pid": proc.pid}, name="z")
+    assert observe(m, store=store).text == "running"
+    assert proc.stdin is not None
+    proc.stdin.close()
+    os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped: a zombie
+    try:
+        assert observe(m, store=store).text == "exited"
+    finally:
+        proc.wait()
+
+
+def test_pid_dry_run_writes_no_marker(tmp_path: Path) -> None:
+    store = store_mod.Store(tmp_path / "st")
+    m = monitor({"type": "pid", "pid": os.getpid()}, name="self")
+    assert observe(m, store=store, dry_run=True).text == "running"
+    assert not (tmp_path / "st").exists()
+
+
+def test_device_reachable_unreachable_and_unknown() -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    fleet = Fleet((Device(DeviceName("up"), f"127.0.0.1:{port}"),
+                   Device(DeviceName("down"), f"127.0.0.1:{free_port()}"),
+                   Device(DeviceName("noaddr"))), exists=True)
+    try:
+        up = observe(monitor({"type": "device", "device": "up"}), fleet=fleet)
+        assert up.text == "reachable\nheadroom: unknown"
+        down = observe(monitor({"type": "device", "device": "down"}), fleet=fleet)
+        assert down.text.startswith("unreachable") and "ConnectionRefused" in down.meta["error"]
+    finally:
+        listener.close()
+    with pytest.raises(errors.SourceError, match="not in the fleet"):
+        observe(monitor({"type": "device", "device": "nope"}), fleet=fleet)
+    with pytest.raises(errors.SourceError, match="no address"):
+        observe(monitor({"type": "device", "device": "noaddr"}), fleet=fleet)
+
+
+def test_device_headroom_for_this_device() -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    fleet = Fleet((Device(DeviceName("me"), f"127.0.0.1:{listener.getsockname()[1]}"),),
+                  exists=True)
+
+    async def go() -> Observation:
+        c = sources.SourceContext.create(fleet=fleet)
+        c.device = "me"
+        try:
+            return await sources.observe(monitor({"type": "device", "device": "me"}), c)
+        finally:
+            await c.aclose()
+
+    try:
+        obs = asyncio.run(go())
+    finally:
+        listener.close()
+    assert obs.text.split("\n")[1] in {"headroom: ok", "headroom: low", "headroom: critical"}
+    assert "diskFree" in obs.meta and "loadPerCpu" in obs.meta
+
+
+def test_push_sources_not_evaluated() -> None:
+    m = monitor({"type": "ws", "url": "ws://127.0.0.1:1/"})
+    with pytest.raises(errors.SourceError, match="validated but not evaluated yet") as info:
+        observe(m)
+    assert info.value.permanent
+
+
+def test_registry_matches_schema_enum() -> None:
+    import json
+    from importlib import resources
+
+    schema = json.loads(resources.files("reconciler").joinpath(
+        "schemas/monitor.schema.json").read_text())
+    enum = schema["properties"]["source"]["properties"]["type"]["enum"]
+    assert sorted(enum) == sorted(str(k) for k in sources.REGISTRY)

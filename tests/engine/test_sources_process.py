@@ -1,0 +1,197 @@
+"""poll and command sources against real subprocesses."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from reconciler import errors, sources
+from reconciler.model import Observation
+from reconciler.sources import command, pid, poll
+from tests.engine.helpers import monitor
+
+
+def ctx() -> sources.SourceContext:
+    return sources.SourceContext.create()
+
+
+def observe_poll(cmd: str | list[str], **spec: object) -> Observation:
+    m = monitor({"type": "poll", "command": cmd, "interval": "30s", **spec})
+
+    async def go() -> Observation:
+        c = ctx()
+        try:
+            return await poll.observe(m, c)
+        finally:
+            await c.aclose()
+
+    return asyncio.run(go())
+
+
+def wait_dead(p: int, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not pid.alive(p):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_stdout_and_exit_code_are_observation_and_meta() -> None:
+    obs = observe_poll("echo hello; echo oops >&2; exit 3")
+    assert obs.text == "hello\n"
+    assert obs.meta["exitCode"] == 3
+    assert obs.meta["stderrTail"] == "oops\n"
+    assert obs.meta["truncated"] is False
+    assert obs.meta["duration"] >= 0
+
+
+def test_list_command_is_argv_without_shell(tmp_path: Path) -> None:
+    obs = observe_poll(["echo", "$HOME; rm -rf /"], cwd=str(tmp_path))
+    assert obs.text == "$HOME; rm -rf /\n"
+
+
+def test_cwd_and_env() -> None:
+    obs = observe_poll("pwd; echo $FOO", cwd="/", env={"FOO": "bar"})
+    assert obs.text == "/\nbar\n"
+
+
+def test_invalid_utf8_is_replaced_whatever_the_locale() -> None:
+    obs = observe_poll(["printf", "ok \\377\\376 end"], env={"LC_ALL": "C"})
+    assert obs.text == "ok \ufffd\ufffd end"
+
+
+def test_five_megabytes_capped_and_marked() -> None:
+    started = time.monotonic()
+    obs = observe_poll(f"{sys.executable} -c \"import sys; sys.stdout.write('y' * 5_000_000)\"",
+                       maxBytes=1024 * 1024, timeout="20s")
+    assert len(obs.text) == 1024 * 1024
+    assert obs.meta["truncated"] is True and obs.meta["exitCode"] == 0
+    assert time.monotonic() - started < 15
+
+
+def test_timeout_kills_whole_process_group(tmp_path: Path) -> None:
+    pidfile = tmp_path / "grandchild"
+    started = time.monotonic()
+    with pytest.raises(errors.SourceError) as info:
+        observe_poll(f"sleep 300 & echo $! > {pidfile}; wait", timeout="1s")
+    assert info.value.kind == "timeout"
+    assert "process group killed" in str(info.value)
+    assert time.monotonic() - started < 5
+    grandchild = int(pidfile.read_text())
+    assert wait_dead(grandchild), "grandchild survived the timeout"
+
+
+def test_background_grandchild_holding_stdout_does_not_hang(tmp_path: Path) -> None:
+    pidfile = tmp_path / "bg"
+    started = time.monotonic()
+    try:
+        obs = observe_poll(f"echo hi; (sleep 30; echo late) & echo $! > {pidfile}", timeout="20s")
+        assert obs.text == "hi\n" and obs.meta["exitCode"] == 0
+        assert time.monotonic() - started < 5
+    finally:
+        with contextlib.suppress(Exception):
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)
+
+
+def test_spawn_failure_is_check_error() -> None:
+    with pytest.raises(errors.SourceError) as info:
+        observe_poll(["/nonexistent/program"])
+    assert info.value.kind == "spawn"
+    with pytest.raises(errors.SourceError) as info2:
+        observe_poll("true", cwd="/nonexistent/dir")
+    assert info2.value.kind == "spawn"
+
+
+def test_command_stream_lines_restart_and_kill_on_close(tmp_path: Path) -> None:
+    counter = tmp_path / "runs"
+    pidfile = tmp_path / "pid"
+    script = (f"echo x >> {counter}; echo $$ > {pidfile}; printf 'one\\ntwo\\n'; "
+              "if [ $(wc -l < " + str(counter) + ") -ge 2 ]; then sleep 300; fi")
+    m = monitor({"type": "command", "command": script, "backoff": "1s"})
+
+    async def go() -> list[object]:
+        c = ctx()
+        items: list[object] = []
+        stream = command.stream(m, c)
+        try:
+            async with asyncio.timeout(20):
+                async for item in stream:
+                    items.append(item)
+                    if sum(isinstance(i, Observation) for i in items) == 4:
+                        break
+        finally:
+            await stream.aclose()
+            await c.aclose()
+        return items
+
+    items = asyncio.run(go())
+    kinds = [type(i).__name__ for i in items]
+    assert kinds == ["Started", "Observation", "Observation", "SourceError",
+                     "Started", "Observation", "Observation"]
+    texts = [i.text for i in items if isinstance(i, Observation)]
+    assert texts == ["one", "two", "one", "two"]
+    err = items[3]
+    assert isinstance(err, errors.SourceError) and err.kind == "exited"
+    assert wait_dead(int(pidfile.read_text())), "closing the stream left the command running"
+
+
+def test_command_long_line_is_cut() -> None:
+    m = monitor({"type": "command", "command": "printf '%070000d\\nshort\\n' 0; sleep 30",
+                 "maxBytes": 100})
+
+    async def go() -> list[Observation]:
+        c = ctx()
+        out: list[Observation] = []
+        stream = command.stream(m, c)
+        try:
+            async with asyncio.timeout(10):
+                async for item in stream:
+                    if isinstance(item, Observation):
+                        out.append(item)
+                        if len(out) == 2:
+                            break
+        finally:
+            await stream.aclose()
+            await c.aclose()
+        return out
+
+    first, second = asyncio.run(go())
+    assert len(first.text) == 100 and first.meta["truncated"] is True
+    assert second.text == "short"
+
+
+def test_command_exit_with_background_grandchild_still_restarts(tmp_path: Path) -> None:
+    pidfile = tmp_path / "bg"
+    m = monitor({"type": "command",
+                 "command": f"echo a; (sleep 30; echo late) & echo $! >> {pidfile}",
+                 "backoff": "1s"})
+
+    async def go() -> list[str]:
+        c = ctx()
+        kinds: list[str] = []
+        stream = command.stream(m, c)
+        try:
+            async with asyncio.timeout(10):
+                async for item in stream:
+                    kinds.append(type(item).__name__)
+                    if kinds.count("SourceError") == 1:
+                        break
+        finally:
+            await stream.aclose()
+            await c.aclose()
+        return kinds
+
+    try:
+        assert asyncio.run(go()) == ["Started", "Observation", "SourceError"]
+    finally:
+        for line in pidfile.read_text().split():
+            with contextlib.suppress(Exception):
+                os.kill(int(line), signal.SIGKILL)

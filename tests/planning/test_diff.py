@@ -1,0 +1,222 @@
+"""The diff and the plan as tables: desired vs running -> changes with reasons (pure)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reconciler import fleet
+from reconciler.config import normalize
+from reconciler.model import Monitor, MonitorName, Pause, Scope
+from reconciler.planning import placement
+from reconciler.planning import plan as plan_mod
+from reconciler.planning.diff import Action, diff
+from reconciler.state import registry
+
+
+def mon(name: str, *, command: str = "echo hi", interval: str = "30s", match: str | None = None,
+        rate: dict[str, Any] | None = None, origin: str | None = None, **extra: Any) -> Monitor:
+    doc: dict[str, Any] = {
+        "source": {"type": "poll", "command": command, "interval": interval},
+        "action": {"type": "notify"},
+    }
+    if match is not None:
+        doc["condition"] = {"mode": "match", "match": match}
+    if rate is not None:
+        doc["rateLimit"] = rate
+    doc.update(extra)
+    return normalize.monitor(doc, name=name, origin=Path(origin or f"monitors.d/{name}.yml"))
+
+
+def N(name: str) -> MonitorName:
+    return MonitorName(name)
+
+
+def by_name(changes: list[Any]) -> dict[str, Any]:
+    return {c.name: c for c in changes}
+
+
+def test_start_stop_unchanged() -> None:
+    a, b, c = mon("a"), mon("b", command="echo b"), mon("c", command="echo c")
+    changes = by_name(diff({N("a"): a, N("b"): b}, {N("b"): b, N("c"): c}))
+    assert changes["a"].action is Action.START
+    assert changes["a"].reason == "new file monitors.d/a.yml"
+    assert changes["b"].action is Action.UNCHANGED
+    assert changes["c"].action is Action.STOP
+    assert changes["c"].reason == "removed file monitors.d/c.yml"
+
+
+def test_condition_edit_is_replace_with_field_changes() -> None:
+    old = mon("ci", match="fail")
+    new = mon("ci", match="fail|error")
+    [change] = diff({N("ci"): new}, {N("ci"): old})
+    assert change.action is Action.REPLACE
+    assert "new baseline" in change.reason
+    assert [(f.path, f.old, f.new) for f in change.fields] == [
+        ("condition.match", "fail", "fail|error")]
+
+
+def test_equivalent_durations_are_unchanged() -> None:
+    [change] = diff({N("a"): mon("a", interval="60s")}, {N("a"): mon("a", interval="1m")})
+    assert change.action is Action.UNCHANGED
+
+
+def test_rate_limit_edit_is_update_in_place() -> None:
+    old = mon("a", rate={"max": 5, "per": "1m"})
+    new = mon("a", rate={"max": 10, "per": "1m"})
+    [change] = diff({N("a"): new}, {N("a"): old})
+    assert change.action is Action.UPDATE
+    assert "baseline kept" in change.reason
+    assert [(f.path, f.old, f.new) for f in change.fields] == [("rateLimit.max", 5, 10)]
+
+
+def test_same_fingerprint_new_name_is_rename() -> None:
+    old = mon("old-name")
+    new = mon("new-name")
+    changes = diff({N("new-name"): new}, {N("old-name"): old})
+    [change] = changes
+    assert change.action is Action.RENAME
+    assert change.old_name == "old-name" and change.name == "new-name"
+
+
+def test_rename_needs_a_unique_pair() -> None:
+    one, two = mon("x1"), mon("x2")
+    changes = by_name(diff({N("new"): mon("new")}, {N("x1"): one, N("x2"): two}))
+    assert {c.action for c in changes.values()} == {Action.START, Action.STOP}
+
+
+def test_invalid_file_keeps_last_applied_version() -> None:
+    good = mon("a")
+    changes = diff({N("a"): good}, {N("a"): good},
+                   invalid={N("a"): "monitors.d/a.yml:3:1: error: bad [yaml-syntax]"})
+    [change] = changes
+    assert change.action is Action.KEEP
+    assert "yaml-syntax" in (change.error or "")
+
+
+def test_paused_running_monitor_stops_with_overlay_reason() -> None:
+    m = mon("a")
+    paused = normalize.monitor({"source": {"type": "poll", "command": "echo hi",
+                                           "interval": "30s"},
+                                "action": {"type": "notify"}}, name="a",
+                               pause=Pause(reason="noisy", until="2030-01-01T00:00:00Z"),
+                               overlay=Path("monitors.d/overlays/a.yml"))
+    desired = plan_mod.desired_set({N("a"): paused}, owner=lambda _: placement.Placement(
+        True, None, "here"))
+    changes = diff(desired.monitors, {N("a"): m}, excluded=desired.excluded)
+    [change] = changes
+    assert change.action is Action.STOP
+    assert change.reason == ('paused by overlay monitors.d/overlays/a.yml '
+                             '(reason "noisy", until 2030-01-01T00:00:00Z)')
+
+
+def owner_here(device: str = "me", devices: tuple[str, ...] = ()) -> plan_mod.OwnerFn:
+    f = fleet.Fleet(tuple(fleet.Device(d) for d in devices), exists=bool(devices))  # type: ignore[arg-type]
+    return lambda m: placement.owner_decision(m, device=device, fleet=f)
+
+
+def test_desired_set_reasons() -> None:
+    monitors = {
+        N("off"): mon("off", command="a", enabled=False),
+        N("other"): mon("other", command="b", device="box-2"),
+        N("mine"): mon("mine", command="c", device="me"),
+        N("hot"): mon("hot", command="d"),
+    }
+    desired = plan_mod.desired_set(monitors, owner=owner_here(), autopaused={N("hot"): "rate"},
+                                   invalid={N("broken"): "x.yml:1:1: error: no"})
+    assert set(desired.monitors) == {"mine"}
+    assert desired.excluded[N("off")].kind == "disabled"
+    assert desired.excluded[N("other")].reason == "owner is box-2: pinned to box-2"
+    assert desired.excluded[N("hot")].kind == "autopaused"
+    assert desired.excluded[N("broken")].kind == "invalid"
+
+
+def make(desired: dict[str, Monitor], running: dict[str, Monitor], **kw: Any) -> plan_mod.Plan:
+    d = plan_mod.desired_set({N(k): v for k, v in desired.items()}, owner=owner_here())
+    return plan_mod.make(d, {N(k): v for k, v in running.items()}, device="me",
+                         daemon_running=True, generation=3, digest="sha256:x", **kw)
+
+
+def test_summary_lines() -> None:
+    running = {f"m{i}": mon(f"m{i}", command=f"echo {i}") for i in range(4)}
+    desired = dict(running)
+    desired["m0"] = mon("m0", command="echo changed")
+    desired["m1"] = mon("m1", command="echo 1", rate={"max": 1, "per": "1m"})
+    del desired["m2"]
+    desired["new"] = mon("new", command="echo new")
+    plan = make(desired, running)
+    assert plan.summary() == "Plan: 1 to start, 1 to replace, 1 to update, 1 to stop, 1 unchanged."
+    assert plan.has_changes
+    still = make(running, running)
+    assert still.summary() == "No changes. 4 monitors run as the repository says."
+    assert not still.has_changes
+
+
+@pytest.mark.parametrize(("running", "stopping", "held"), [
+    (1, 1, False),   # deleting one's only monitor is ordinary
+    (2, 2, True),    # all of them
+    (4, 3, False),   # fewer than five running: only "all" trips
+    (5, 3, True),    # more than half of at least five
+    (10, 5, False),  # exactly half is not more than half
+    (10, 6, True),
+])
+def test_mass_stop_guard(running: int, stopping: int, held: bool) -> None:
+    ms = {f"m{i}": mon(f"m{i}", command=f"echo {i}") for i in range(running)}
+    desired = dict(list(ms.items())[stopping:])
+    plan = make(desired, ms)
+    assert (plan.mass_stop is not None) is held
+    assert all(c.held is held for c in plan.changes if c.action is Action.STOP)
+    allowed = make(desired, ms, allow_mass_stop=True)
+    assert allowed.mass_stop is None
+    assert not any(c.held for c in allowed.changes)
+
+
+def test_saved_plan_staleness() -> None:
+    ms = {"a": mon("a")}
+    plan = make(ms, {}, commit="abc")
+    saved = plan_mod.SavedPlan.from_json(plan.to_json())
+    assert plan_mod.stale_reasons(saved, plan) == []
+    moved = make({"a": mon("a", command="echo other")}, {}, commit="abc")
+    assert plan_mod.stale_reasons(saved, moved) == [
+        "the desired set changed (fleet file, device, a pause expiry or an auto-pause)"]
+    later = plan_mod.make(plan_mod.desired_set({N("a"): ms["a"]}, owner=owner_here()), {},
+                          device="me", daemon_running=True, generation=4, digest="sha256:y",
+                          commit="def")
+    reasons = plan_mod.stale_reasons(saved, later)
+    assert any("commit changed from abc to def" in r for r in reasons)
+    assert any("files changed" in r for r in reasons)
+    assert any("generation changed from 3 to 4" in r for r in reasons)
+    with pytest.raises(ValueError):
+        plan_mod.SavedPlan.from_json({"format": "other"})
+
+
+def test_registry_round_trip(tmp_path: Path) -> None:
+    m = mon("a", rate={"max": 2, "per": "5m"}, labels={"team": "x"}, device="me")
+    m2 = normalize.monitor({"source": {"type": "file", "path": "x"}, "action": {"type": "notify"}},
+                           name="b", scope=Scope.SYSTEM, pause=Pause(reason="r"),
+                           overlay=Path("o.yml"))
+    reg = registry.Registry(entries={N("a"): registry.Entry(m, 2, "t"),
+                                     N("b"): registry.Entry(m2, 1, "u")},
+                            generation=2, commit="abc", device="me", running=True)
+    import reconciler.state.atomic  # noqa: F401  (publish uses it)
+
+    registry.publish(tmp_path, reg)
+    back = registry.load(tmp_path)
+    assert back.entries[N("a")].monitor == m
+    assert back.entries[N("b")].monitor == m2
+    assert back.generation == 2 and back.commit == "abc" and back.running
+
+
+def test_registry_future_version_refused_and_corrupt_moved_aside(tmp_path: Path) -> None:
+    from reconciler import errors
+
+    (tmp_path / "running.json").write_text('{"format": 99}')
+    with pytest.raises(errors.StateError, match="newer"):
+        registry.load(tmp_path)
+    assert (tmp_path / "running.json").read_text() == '{"format": 99}'
+    (tmp_path / "running.json").write_text('{"format": 1, "monit')
+    reg, note = registry.load_checked(tmp_path)
+    assert reg.entries == {} and note and "moved aside" in note
+    assert (tmp_path / "running.json.corrupt-0").exists()

@@ -1,0 +1,167 @@
+"""``monitors lint`` and ``monitors schema``: formats, exit codes, in-process and installed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Repo, console_script, run_cli
+
+GOOD = "source: {type: file, path: /etc/hostname}\naction: {type: notify}\n"
+WARN = "enabled: yes\n" + GOOD
+BAD = "source:\n  type: poll\n  command: date\n  intervl: 30s\naction: {type: notify}\n"
+
+
+def test_clean_repository_exits_0(repo: Repo) -> None:
+    repo.write("monitors.d/host.yml", GOOD)
+    r = run_cli(["lint"], repo=repo)
+    assert r.exit_code == 0, r.output
+    assert r.stdout == "1 monitor, 0 errors, 0 warnings\n"
+
+
+def test_warnings_exit_0_unless_strict(repo: Repo) -> None:
+    repo.write("monitors.d/host.yml", WARN)
+    r = run_cli(["lint"], repo=repo)
+    assert r.exit_code == 0
+    assert "host.yml:1:10: warning: enabled:" in r.stdout and "[yaml11-bool]" in r.stdout
+    assert r.stdout.splitlines()[-1] == "1 monitor, 0 errors, 1 warning"
+    assert run_cli(["lint", "--strict"], repo=repo).exit_code == 1
+
+
+def test_errors_exit_1_sorted_with_summary(repo: Repo) -> None:
+    repo.write("monitors.d/b.yml", BAD)
+    repo.write("monitors.d/a.yml", "nope: 1\n" + GOOD)
+    repo.write("monitors.d/c.yml", GOOD.replace("hostname", "hosts"))
+    r = run_cli(["lint"], repo=repo)
+    assert r.exit_code == 1
+    lines = r.stdout.splitlines()
+    assert [Path(line.split(":")[0]).name for line in lines[:-1]] == ["a.yml", "b.yml", "b.yml"]
+    assert "b.yml:1:1: error: source.interval: missing required field 'interval'" in r.stdout
+    assert "b.yml:4:3: error: source.intervl: unknown field 'intervl' (did you mean " \
+           "'interval'?) [unknown-field]" in r.stdout
+    assert lines[-1] == "3 monitors, 3 errors, 0 warnings"
+
+
+def test_json_format(repo: Repo) -> None:
+    repo.write("monitors.d/b.yml", BAD)
+    r = run_cli(["lint", "--format", "json"], repo=repo)
+    assert r.exit_code == 1
+    rows = json.loads(r.stdout)
+    assert {tuple(sorted(row)) for row in rows} == {
+        ("column", "field", "file", "line", "message", "rule", "severity")}
+    assert {(row["line"], row["column"], row["rule"], row["field"]) for row in rows} == {
+        (1, 1, "schema", "source.interval"), (4, 3, "unknown-field", "source.intervl")}
+
+
+def test_json_format_clean_is_empty_list(repo: Repo) -> None:
+    repo.write("monitors.d/host.yml", GOOD)
+    r = run_cli(["lint", "--format", "json"], repo=repo)
+    assert (r.exit_code, json.loads(r.stdout)) == (0, [])
+
+
+def test_github_format(repo: Repo) -> None:
+    repo.write("monitors.d/b.yml", BAD)
+    repo.write("monitors.d/w.yml", WARN)
+    r = run_cli(["lint", "--format", "github"], repo=repo)
+    assert r.exit_code == 1
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("::error file=") and ",line=1,col=1,title=schema::" in lines[0]
+    assert lines[0].endswith("::source.interval: missing required field 'interval' in source")
+    assert any(line.startswith("::warning file=") and "title=yaml11-bool" in line
+               for line in lines)
+    assert lines[-1] == "2 monitors, 2 errors, 1 warning"
+
+
+def test_paths_lint_only_those_files(repo: Repo) -> None:
+    good = repo.write("monitors.d/host.yml", GOOD)
+    repo.write("monitors.d/b.yml", BAD)
+    r = run_cli(["lint", str(good)], repo=repo)
+    assert (r.exit_code, r.stdout) == (0, "1 monitor, 0 errors, 0 warnings\n")
+
+
+def test_lint_with_no_repository_and_no_paths(tmp_path: Path) -> None:
+    p = subprocess.run([console_script(), "lint"], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=60, env=_env())
+    assert p.returncode == 1 and "no monitors repository" in p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_unknown_format_is_usage_error_exit_1(repo: Repo) -> None:
+    r = run_cli(["lint", "--format", "xml"], repo=repo)
+    assert r.exit_code == 1 and "xml" in r.output
+
+
+def test_schema_command_prints_schemas() -> None:
+    r = run_cli(["schema"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["title"] == "monitor"
+    r = run_cli(["schema", "--overlay"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["title"] == "overlay"
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("MONITORS_ROOT", None)
+    return env
+
+
+def test_console_script_outside_a_repository_lints_given_files(tmp_path: Path) -> None:
+    (tmp_path / "host.yml").write_text(GOOD)
+    (tmp_path / "bad.yml").write_bytes(b"source: caf\xe9\n")
+    p = subprocess.run([console_script(), "lint", "host.yml", "bad.yml"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60, env=_env())
+    assert p.returncode == 1, p.stderr
+    assert p.stdout.splitlines() == [
+        "bad.yml:1:12: error: not UTF-8 (byte 0xe9); save the file as UTF-8 [encoding]",
+        "2 monitors, 1 error, 0 warnings",
+    ]
+
+
+@pytest.mark.parametrize(("text", "code"), [(GOOD, 0), (WARN, 0), (BAD, 1)])
+def test_console_script_exit_codes(repo: Repo, text: str, code: int) -> None:
+    repo.write("monitors.d/m.yml", text)
+    p = subprocess.run([console_script(), "--root", str(repo.root), "lint", "--format", "json"],
+                       capture_output=True, text=True, timeout=60, env=_env())
+    assert p.returncode == code, p.stderr
+    assert isinstance(json.loads(p.stdout), list)
+
+
+def test_console_script_never_tracebacks_on_hostile_files(repo: Repo) -> None:
+    hostile = {
+        "bomb.yml": "a: &a [" + ",".join(["x"] * 50) + "]\n"
+        + "".join(f"{c}: &{c} [" + ",".join([f"*{p}"] * 50) + "]\n"
+                  for p, c in zip("abcdef", "bcdefg", strict=True)),
+        "rec.yml": "a: &a [*a]\n",
+        "deep.yml": "a: " + "[" * 3000 + "]" * 3000 + "\n",
+        "tag.yml": "a: !!python/name:os.system\n",
+        "list.yml": "- 1\n",
+        "null.yml": "~\n",
+        "keys.yml": "? [a, b]\n: 1\n",
+        "strange.yml": "source: {type: poll, command: [1, 2], interval: -5}\naction: {type: 7}\n",
+    }
+    for name, text in hostile.items():
+        repo.write(f"monitors.d/{name}", text)
+    repo.write("monitors.d/overlays/x.yml", "- not a mapping\n")
+    (repo.user / "big.yml").write_bytes(b"#" * (1024 * 1024 + 10))
+    p = subprocess.run([console_script(), "--root", str(repo.root), "lint"],
+                       capture_output=True, text=True, timeout=60, env=_env())
+    assert p.returncode == 1
+    assert "Traceback" not in p.stderr and p.stderr == ""
+    assert p.stdout.splitlines()[-1].startswith("9 monitors, ")
+
+
+def test_lint_imports_no_http_client_or_asyncio(repo: Repo) -> None:
+    repo.write("monitors.d/host.yml", GOOD)
+    code = (
+        "import sys\n"
+        "from reconciler.cli import main\n"
+        f"rc = main.run(['--root', {str(repo.root)!r}, 'lint'])\n"
+        "heavy = {'httpx', 'asyncio', 'jinja2', 'jsonschema', 'git', 'watchdog', 'apprise'}\n"
+        "print(rc, sorted({m.split('.')[0] for m in sys.modules} & heavy))\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.stdout.strip().splitlines()[-1] == "0 []", p.stderr
