@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from reconciler import errors
-from reconciler.model import Monitor
+from reconciler.model import Monitor, MonitorName
 from reconciler.settings import Settings
 
 OBSERVATION_LINES = 20
@@ -33,11 +33,12 @@ def find(settings: Settings, name: str) -> Monitor:
     from reconciler.config import loader
 
     loaded = loader.load(settings)
-    monitor = loaded.monitors.get(name)  # type: ignore[call-overload]
+    key = MonitorName(name)
+    monitor = loaded.monitors.get(key)
     if monitor is not None:
         return monitor
-    if name in loaded.invalid:
-        file = loaded.invalid[name]  # type: ignore[index]
+    if key in loaded.invalid:
+        file = loaded.invalid[key]
         first = next((p for p in loaded.problems if Path(p.file).name == Path(file).name), None)
         detail = first.format() if first is not None else f"{file}: invalid"
         raise errors.ConfigError(f"monitor {name!r} is invalid: {detail}")
@@ -233,6 +234,6 @@ def command(ctx: click.Context, name: str, as_json: bool, replay_file: Path | No
         click.echo(json.dumps(_as_json(result), indent=2, ensure_ascii=False, default=str))
         return int(errors.ExitCode.ERROR) if result.error else int(errors.ExitCode.OK)
     if result.error:
-        raise errors.SourceError(f"{name}: {result.error}", kind="check")
+        raise errors.MonitorsError(f"{name}: source check failed: {result.error}")
     click.echo(_text(result), nl=False)
     return int(errors.ExitCode.OK)

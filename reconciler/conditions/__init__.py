@@ -51,8 +51,8 @@ class Decision:
         fire: the action should run.
         signature: the observation's signature (dedupe key or whole text; texts over
             ``signature.MAX_PLAIN`` characters are ``sha256:<hex>``).
-        summary: the event summary (``{{ event }}``): the dedupe key's match, else the
-            ``match`` regex's match, else the observation text, shortened.
+        summary: the event summary (``{{ event }}``), shortened: in ``match`` mode the
+            regex's match; otherwise the dedupe key when set, else the observation text.
         reason: see ``Reason``.
         state: the condition state to persist (includes ``fingerprint`` and ``mode``).
         groups: the match regex's groups (empty unless ``match`` mode matched).

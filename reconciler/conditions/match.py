@@ -28,7 +28,7 @@ def decide(
             return Decision(False, sig, summary, Reason.NO_MATCH, state, (), text, persist=True)
         state = {**prev, **base, "matching": False}
         return Decision(False, sig, summary, Reason.NO_MATCH, state, (), text)
-    summary = signature.shorten(key if dedupe else m.group(0))
+    summary = signature.shorten(m.group(0))
     groups = tuple(m.groups())
     if prev.get("matching") and prev.get("lastSignature") == sig:
         return Decision(False, sig, summary, Reason.UNCHANGED, prev, groups, text)

@@ -24,14 +24,17 @@ import errno
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reconciler import durations, errors
 from reconciler.config import normalize, schemas, writer
-from reconciler.model import Monitor, Pause, Scope
+from reconciler.model import Monitor, MonitorName, Pause, Scope
 from reconciler.settings import Settings
+
+if TYPE_CHECKING:
+    from reconciler.config.loader import LoadResult
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 DEVICE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
@@ -374,19 +377,19 @@ def _layer_file(folder: Path, name: str) -> Path | None:
     return None
 
 
-def find(settings: Settings, name: str, *, loaded: Any = None) -> Found:
+def find(settings: Settings, name: str, *, loaded: LoadResult | None = None) -> Found:
     """Where ``name`` is defined. ``loaded`` (a ``loader.LoadResult``) is consulted
     first for a monitor's origin; the layer folders are searched for ``NAME.yml``
     and ``NAME.yaml`` otherwise (so an invalid file is still found)."""
     user = system = None
     if loaded is not None:
-        monitor = loaded.monitors.get(name)
+        monitor = loaded.monitors.get(MonitorName(name))
         if monitor is not None:
             if monitor.scope is Scope.USER:
                 user = Path(monitor.origin)
             else:
                 system = Path(monitor.origin)
-        shadow = getattr(loaded, "shadowed", {}).get(name)
+        shadow = loaded.shadowed.get(MonitorName(name))
         if shadow is not None:
             user, system = Path(shadow.user_file), Path(shadow.system_file)
     overlays = settings.overlays_dir.resolve()
@@ -410,11 +413,11 @@ class Conflict:
     message: str
 
 
-def _shadowed_monitors(loaded: Any) -> list[Monitor]:
+def _shadowed_monitors(loaded: LoadResult) -> list[Monitor]:
     out: list[Monitor] = []
     from reconciler.config import yamlload
 
-    for name, shadow in getattr(loaded, "shadowed", {}).items():
+    for name, shadow in loaded.shadowed.items():
         doc, _problems = yamlload.load(Path(shadow.system_file))
         if doc is None or not isinstance(doc.data, dict):
             continue
@@ -426,12 +429,12 @@ def _shadowed_monitors(loaded: Any) -> list[Monitor]:
     return out
 
 
-def existing_monitors(loaded: Any) -> list[Monitor]:
+def existing_monitors(loaded: LoadResult) -> list[Monitor]:
     """Every monitor of both layers: the resolved set plus shadowed built-ins."""
     return [*loaded.monitors.values(), *_shadowed_monitors(loaded)]
 
 
-def conflicts(settings: Settings, monitor: Monitor, *, loaded: Any) -> list[Conflict]:
+def conflicts(settings: Settings, monitor: Monitor, *, loaded: LoadResult) -> list[Conflict]:
     """Name and behaviour collisions of a new ``monitor`` with both layers.
 
     Args:
@@ -479,10 +482,9 @@ class Removed:
     path: Path
     overlay: Path | None = None
     builtin: Path | None = None
-    notes: list[str] = field(default_factory=list)
 
 
-def remove(settings: Settings, name: str, *, loaded: Any = None) -> Removed:
+def remove(settings: Settings, name: str, *, loaded: LoadResult | None = None) -> Removed:
     """Delete the user file of ``name``; a built-in is never removed.
 
     When no layer defines ``name`` afterwards, its overlay is deleted too.
@@ -536,7 +538,7 @@ def copy_builtin(settings: Settings, name: str, system_file: Path, *, command: s
     return target
 
 
-def select(monitors: Mapping[str, Monitor], labels: Mapping[str, str]) -> list[Monitor]:
+def select(monitors: Mapping[MonitorName, Monitor], labels: Mapping[str, str]) -> list[Monitor]:
     """The monitors whose labels include every ``KEY=VALUE`` of ``labels``, by name."""
     return [m for name, m in sorted(monitors.items())
             if all(m.labels.get(k) == v for k, v in labels.items())]
@@ -553,7 +555,7 @@ def command_line(words: Sequence[str]) -> str:
 
 
 def targets(settings: Settings, *, name: str | None, labels: Sequence[str],
-            loaded: Any) -> list[str]:
+            loaded: LoadResult) -> list[str]:
     """The monitors an overlay command acts on: ``NAME``, or every monitor whose labels
     match all ``-l KEY=VALUE``.
 

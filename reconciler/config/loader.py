@@ -63,8 +63,9 @@ class LoadResult:
         shadowed: user monitors shadowing a built-in, by name.
         overlays: valid overlays by monitor name (applied or not).
         files: number of monitor files read (overlays not counted).
-        digest: ``sha256:<hex>`` over the sorted root-relative paths and the sha256 of the bytes of
-            every file read (used by ``plan --out`` to notice the world moved).
+        digest: ``sha256:<hex>`` over the sorted root-relative paths and the sha256
+            of the bytes of every file read (``plan --out`` uses it to notice that
+            the world moved).
         checked: every file read, with its kind.
     """
 

@@ -38,6 +38,7 @@ _TEMPLATES = ("prompt", "message")
 _SIMPLE_TEMPLATE = re.compile(
     r"(?:[^{]|\{(?![{%#]))*(?:\{\{\s*[A-Za-z_][\w.]*\s*\}\}(?:[^{]|\{(?![{%#]))*)*"
 )
+_NAMES = re.compile(r"\{\{\s*([A-Za-z_]\w*)")
 _WORDS = re.compile(r"[a-z]+")
 
 
@@ -125,21 +126,28 @@ def _regex(doc: Document, path: tuple[str | int, ...], pattern: str) -> list[Pro
 def template_error(text: str) -> str | None:
     """Return why ``text`` is not a valid template (short form ``{event}`` accepted), or None.
 
-    Plain text and ``{{ name }}`` / ``{{ a.b }}`` substitutions are accepted
-    without loading Jinja2; anything else is parsed by a sandboxed Jinja2
-    environment (``jinja2.sandbox.SandboxedEnvironment().parse``).
+    A template must parse and name only the event context (``templates.CONTEXT_NAMES``:
+    event, observation, signature, groups, monitor, firedAt). Plain text and
+    ``{{ name }}`` / ``{{ a.b }}`` substitutions are checked without loading
+    Jinja2; anything else is parsed by a sandboxed Jinja2 environment
+    (``jinja2.sandbox.SandboxedEnvironment().parse``, ``jinja2.meta``).
     """
     expanded = templates.expand_short_form(text)
     if _SIMPLE_TEMPLATE.fullmatch(expanded):
-        return None
-    from jinja2 import TemplateSyntaxError
+        names = set(_NAMES.findall(expanded))
+    else:
+        from jinja2 import TemplateSyntaxError, meta
 
-    try:
-        _jinja().parse(expanded)
-    except TemplateSyntaxError as e:
-        return f"line {e.lineno}: {e.message}" if e.lineno and e.lineno > 1 else str(e.message)
-    except RecursionError:
-        return "template nested too deeply"
+        try:
+            names = meta.find_undeclared_variables(_jinja().parse(expanded))
+        except TemplateSyntaxError as e:
+            return f"line {e.lineno}: {e.message}" if e.lineno and e.lineno > 1 else str(e.message)
+        except RecursionError:
+            return "template nested too deeply"
+    unknown = sorted(names - templates.CONTEXT_NAMES)
+    if unknown:
+        return (f"unknown variable {', '.join(map(repr, unknown))} (known: "
+                f"{', '.join(sorted(templates.CONTEXT_NAMES))})")
     return None
 
 

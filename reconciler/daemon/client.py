@@ -16,11 +16,24 @@ from pathlib import Path
 from typing import Any
 
 from reconciler import errors, settings
-from reconciler.daemon import control
 from reconciler.state import lock
 
 LOG_FILE = "daemon.log"
+SOCKET_NAME = "control.sock"
 START_TIMEOUT = 15.0
+
+
+def socket_path(state_dir: Path) -> Path:
+    """``<state>/control.sock`` (may be a symlink to a private socket; see ``daemon.control``)."""
+    return state_dir / SOCKET_NAME
+
+
+def connect_path(state_dir: Path) -> str:
+    """The path a client connects to (the symlink's target for long state paths)."""
+    path = socket_path(state_dir)
+    if path.is_symlink():
+        return os.readlink(path)
+    return str(path)
 
 
 class NotRunning(errors.PlanError):
@@ -37,7 +50,7 @@ def request(state_dir: Path, op: str, *, timeout: float = 10.0, **args: Any) -> 
         NotRunning: no daemon listens (no socket, or connection refused).
         errors.PlanError: the daemon answered ``ok: false`` or with garbage, or timed out.
     """
-    path = control.connect_path(state_dir)
+    path = connect_path(state_dir)
     body = json.dumps({"op": op, **args}).encode() + b"\n"
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(timeout)

@@ -43,26 +43,16 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from reconciler.daemon.client import SOCKET_NAME, connect_path, socket_path
+
+__all__ = ["SOCKET_NAME", "ControlServer", "connect_path", "socket_path"]
+
 log = logging.getLogger("monitors.daemon")
 
-SOCKET_NAME = "control.sock"
 MAX_SUN_PATH = 100
 MAX_REQUEST = 1 << 20
 
 Handler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
-
-
-def socket_path(state_dir: Path) -> Path:
-    """``<state>/control.sock`` (may be a symlink; see the module docstring)."""
-    return state_dir / SOCKET_NAME
-
-
-def connect_path(state_dir: Path) -> str:
-    """The path a client connects to (the symlink's target for long state paths)."""
-    path = socket_path(state_dir)
-    if path.is_symlink():
-        return os.readlink(path)
-    return str(path)
 
 
 class ControlServer:

@@ -96,6 +96,26 @@ def invalid_errors(result: Any) -> dict[MonitorName, str]:
     return out
 
 
+def expired_pauses(result: Any, desired: Mapping[MonitorName, Monitor], root: Path
+                   ) -> dict[MonitorName, str]:
+    """name -> "pause expired ..." for desired monitors whose overlay pause has expired."""
+    from reconciler.config import overlays
+
+    now = dt.datetime.now(dt.UTC)
+    out: dict[MonitorName, str] = {}
+    for name, overlay in dict(getattr(result, "overlays", {}) or {}).items():
+        pause = getattr(overlay, "pause", None)
+        if name not in desired or pause is None:
+            continue
+        if overlays.is_expired(pause, now):
+            try:
+                where = str(Path(overlay.path).relative_to(root))
+            except ValueError:
+                where = str(overlay.path)
+            out[MonitorName(name)] = f"pause expired at {pause.until} ({where})"
+    return out
+
+
 def read(
     cfg: settings.Settings,
     *,
@@ -125,6 +145,7 @@ def read(
     invalid = invalid_errors(result)
     desired = plan_mod.desired_set(result.monitors, owner=owner, invalid=invalid,
                                    last_good=last_good, autopaused=autopaused)
+    desired.start_reasons.update(expired_pauses(result, desired.monitors, cfg.root))
     commit, dirty = git_revision(cfg.root) if with_git else (None, False)
     problems = sorted(result.problems)
     return Snapshot(

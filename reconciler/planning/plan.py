@@ -67,8 +67,8 @@ class Desired:
     start_reasons: dict[MonitorName, str] = field(default_factory=dict)
 
     def digest(self) -> str:
-        """``sha256:`` over (name, fingerprint, config hash) of every desired monitor."""
-        rows = [[n, m.fingerprint, registry.config_hash(m)]
+        """``sha256:`` over (name, fingerprint, update fields) of every desired monitor."""
+        rows = [[n, m.fingerprint, registry.update_fields(m)]
                 for n, m in sorted(self.monitors.items())]
         return "sha256:" + hashlib.sha256(fingerprint_mod.canonical(rows)).hexdigest()
 

@@ -65,7 +65,7 @@ def http_server(routes: dict[str, Handler]) -> Iterator[str]:
     class H(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             fn = routes.get(self.path.split("?")[0])
             if fn is None:
                 self.send_response(404)

@@ -209,7 +209,8 @@ def test_rename_carries_state_over(tmp_path: Path) -> None:
     ("live", "now", "expected"),
     [
         (None, 100.0, "never polled"),
-        ({"lastCheckedAt": 88.0, "checkCount": 42}, 100.0, "checked 42x · last 12s ago · no match yet"),
+        ({"lastCheckedAt": 88.0, "checkCount": 42}, 100.0,
+         "checked 42x · last 12s ago · no match yet"),
         ({"lastCheckedAt": 90.0, "checkCount": 3, "consecutiveErrors": 3,
           "lastError": "connect: refused"}, 100.0, "checked 3x · error: connect: refused"),
         ({"lastCheckedAt": 0.0, "checkCount": 3}, 7200.0, "STALLED · last poll 2h ago"),

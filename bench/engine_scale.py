@@ -1,0 +1,299 @@
+"""Engine scale benchmark: scheduled vs achieved polls, lateness, CPU, memory, floors.
+
+Runs each scenario in a fresh child process (so CPU and memory are its own), for a
+bounded time, and prints one table plus the floors measured in the same run:
+
+* ``idle``: N monitors at interval I with an in-memory source that returns a
+  constant (scheduler + decide + liveness, no I/O per poll);
+* ``http``: N ``poll-http`` monitors against a loopback HTTP server (a separate
+  process), and a saturation run compared with a bare loop of pooled httpx GETs
+  at the same in-flight cap (the floor);
+* ``command``: N ``poll`` monitors running ``sh -c 'echo x'``, compared with a
+  bare loop of asyncio ``sh -c`` spawns (the floor).
+
+Usage::
+
+    .venv/bin/python bench/engine_scale.py            # full run (~2 minutes)
+    .venv/bin/python bench/engine_scale.py --quick    # smaller, ~40 s
+
+Figures are medians of what one run sees; these machines are shared and noisy, so
+compare ratios within a run rather than absolute numbers across runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def rss_kb() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def cpu_self() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def cpu_children() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    return s[min(len(s) - 1, int(q * len(s)))]
+
+
+# -- the loopback HTTP server (its own process) ------------------------------------
+
+RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok"
+
+
+class _Http(asyncio.Protocol):
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.t: Any = transport
+        self.buf = b""
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        while b"\r\n\r\n" in self.buf:
+            _, self.buf = self.buf.split(b"\r\n\r\n", 1)
+            self.t.write(RESPONSE)
+
+
+def serve(port_file: str) -> None:
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(_Http, "127.0.0.1", 0, backlog=4096)
+        port = server.sockets[0].getsockname()[1]
+        Path(port_file).write_text(str(port))
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+def start_server() -> tuple[subprocess.Popen[bytes], str]:
+    port_file = tempfile.mktemp()
+    proc = subprocess.Popen([sys.executable, __file__, "--serve", port_file])
+    deadline = time.monotonic() + 10
+    while not (os.path.exists(port_file) and Path(port_file).read_text()):
+        if time.monotonic() > deadline:
+            raise RuntimeError("server did not start")
+        time.sleep(0.02)
+    return proc, f"http://127.0.0.1:{Path(port_file).read_text()}/"
+
+
+# -- scenarios (child processes) --------------------------------------------------
+
+
+class NullDispatcher:
+    async def dispatch(self, monitor: Any, event: Any) -> None:
+        return None
+
+
+class ConstantSource:
+    """An in-memory source: the same observation every time."""
+
+    async def observe(self, monitor: Any, ctx: Any) -> Any:
+        from reconciler.model import Observation
+
+        return Observation("steady")
+
+
+async def run_engine(kind: str, n: int, interval: float, duration: float, url: str
+                     ) -> dict[str, Any]:
+    from reconciler import sources
+    from reconciler.config import normalize
+    from reconciler.daemon import evaluator
+    from reconciler.model import SourceType
+    from reconciler.state import store as store_mod
+
+    if kind == "idle":
+        sources.REGISTRY[SourceType.POLL] = ConstantSource()  # type: ignore[assignment]
+    state = Path(tempfile.mkdtemp(prefix="bench-state-"))
+    store = store_mod.Store(state)
+    ctx = sources.SourceContext.create(store=store)
+    engine = evaluator.Engine(store, NullDispatcher(), ctx=ctx)
+    if kind == "http":
+        src: dict[str, Any] = {"type": "poll-http", "url": url, "interval": f"{int(interval * 1000)}ms"}
+    else:
+        src = {"type": "poll", "command": "echo x", "interval": f"{int(interval * 1000)}ms"}
+    monitors = [normalize.monitor({"source": src, "action": {"type": "notify"}},
+                                  name=f"m{i}") for i in range(n)]
+    rss0 = rss_kb()
+    for m in monitors:
+        await engine.start(m)
+    # Warm up for one interval (first polls spread, baselines written) plus a flush.
+    await asyncio.sleep(interval + min(interval, n / evaluator.FIRST_POLL_RATE) + 0.5)
+    engine.stats.lateness.clear()
+    polls0, skipped0 = engine.stats.polls, engine.stats.skipped
+    cpu0, child0, t0 = cpu_self(), cpu_children(), time.monotonic()
+    await asyncio.sleep(duration)
+    elapsed = time.monotonic() - t0
+    cpu = cpu_self() - cpu0
+    child = cpu_children() - child0
+    polls = engine.stats.polls - polls0
+    late = [x * 1000 for x in engine.stats.lateness]
+    rss1 = rss_kb()
+    errors_ = sum(int((store.liveness(m.name) or {}).get("consecutiveErrors") or 0) > 0
+                  for m in monitors)
+    await engine.close()
+    await ctx.aclose()
+    return {
+        "scenario": kind, "n": n, "interval": interval, "seconds": round(elapsed, 2),
+        "scheduled_per_s": round(n / interval, 1),
+        "achieved_per_s": round(polls / elapsed, 1),
+        "skipped": engine.stats.skipped - skipped0,
+        "late_p50_ms": round(pct(late, 0.5), 3), "late_p99_ms": round(pct(late, 0.99), 3),
+        "late_max_ms": round(max(late) if late else float("nan"), 3),
+        "cpu_pct_core": round(100 * cpu / elapsed, 1),
+        "children_cpu_pct": round(100 * child / elapsed, 1),
+        "kb_per_monitor": round((rss1 - rss0) / n, 1),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "monitors_in_error": errors_,
+    }
+
+
+async def floor_http(url: str, in_flight: int, duration: float) -> dict[str, Any]:
+    import httpx
+
+    limits = httpx.Limits(max_connections=in_flight, max_keepalive_connections=in_flight)
+    count = 0
+    async with httpx.AsyncClient(limits=limits) as client:
+        stop = time.monotonic() + duration
+        cpu0, t0 = cpu_self(), time.monotonic()
+
+        async def worker() -> None:
+            nonlocal count
+            while time.monotonic() < stop:
+                r = await client.get(url)
+                await r.aread()
+                count += 1
+
+        await asyncio.gather(*(worker() for _ in range(in_flight)))
+        elapsed = time.monotonic() - t0
+    return {"scenario": f"floor: bare httpx GET, {in_flight} in flight",
+            "achieved_per_s": round(count / elapsed, 1),
+            "cpu_pct_core": round(100 * (cpu_self() - cpu0) / elapsed, 1)}
+
+
+async def floor_spawn(parallel: int, duration: float) -> dict[str, Any]:
+    count = 0
+    stop = time.monotonic() + duration
+    cpu0, child0, t0 = cpu_self(), cpu_children(), time.monotonic()
+
+    async def worker() -> None:
+        nonlocal count
+        while time.monotonic() < stop:
+            p = await asyncio.create_subprocess_exec(
+                "/bin/sh", "-c", "echo x", stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, start_new_session=True)
+            await p.communicate()
+            count += 1
+
+    await asyncio.gather(*(worker() for _ in range(parallel)))
+    elapsed = time.monotonic() - t0
+    return {"scenario": f"floor: bare sh -c spawns, {parallel} parallel",
+            "achieved_per_s": round(count / elapsed, 1),
+            "cpu_pct_core": round(100 * (cpu_self() - cpu0) / elapsed, 1),
+            "children_cpu_pct": round(100 * (cpu_children() - child0) / elapsed, 1)}
+
+
+def child_main(args: argparse.Namespace) -> None:
+    if args.scenario == "floor-http":
+        out = asyncio.run(floor_http(args.url, args.n, args.duration))
+    elif args.scenario == "floor-spawn":
+        out = asyncio.run(floor_spawn(args.n, args.duration))
+    else:
+        out = asyncio.run(run_engine(args.scenario, args.n, args.interval, args.duration,
+                                     args.url))
+    print(json.dumps(out))
+
+
+def child(scenario: str, n: int, interval: float, duration: float, url: str = ""
+          ) -> dict[str, Any]:
+    cmd = [sys.executable, __file__, "--scenario", scenario, "--n", str(n),
+           "--interval", str(interval), "--duration", str(duration), "--url", url]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise RuntimeError(f"{scenario} failed:\n{out.stderr}")
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+COLUMNS = ["scenario", "n", "interval", "scheduled_per_s", "achieved_per_s", "skipped",
+           "late_p50_ms", "late_p99_ms", "late_max_ms", "cpu_pct_core", "children_cpu_pct",
+           "kb_per_monitor", "monitors_in_error"]
+
+
+def show(rows: list[dict[str, Any]]) -> None:
+    for row in rows:
+        parts = [f"{k}={row[k]}" for k in COLUMNS if k in row]
+        print("  " + "  ".join(parts))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--serve")
+    p.add_argument("--scenario")
+    p.add_argument("--n", type=int, default=0)
+    p.add_argument("--interval", type=float, default=1.0)
+    p.add_argument("--duration", type=float, default=10.0)
+    p.add_argument("--url", default="")
+    args = p.parse_args()
+    if args.serve:
+        serve(args.serve)
+        return
+    if args.scenario:
+        child_main(args)
+        return
+    d = 5.0 if args.quick else 10.0
+    print(f"engine_scale: python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
+          f"{socket.gethostname()}, {d:g}s per scenario")
+    rows: list[dict[str, Any]] = []
+    rows.append(child("idle", 2000 if args.quick else 10000, 1.0, d))
+    server, url = start_server()
+    try:
+        rows.append(child("http", 1000, 5.0, d, url))
+        floor1 = child("floor-http", 1, 0, d, url)
+        floor25 = child("floor-http", 25, 0, d, url)
+        sat = child("http", 2000, 0.5, d, url)
+        sat["scenario"] = "http (saturated: 4000/s scheduled, 25 in flight)"
+        rows += [sat, floor25, floor1]
+    finally:
+        server.kill()
+        server.wait()
+    rows.append(child("command", 300, 1.0, d))
+    rows.append(child("floor-spawn", 8, 0, d))
+    show(rows)
+    ratio = sat["achieved_per_s"] / floor25["achieved_per_s"]
+    print(f"  engine HTTP saturated rate / bare httpx floor (25 in flight) = {ratio:.2f}")
+    cmd = rows[-2]
+    print(f"  command polls achieved {cmd['achieved_per_s']}/s of {cmd['scheduled_per_s']}/s "
+          f"scheduled; bare spawn floor {rows[-1]['achieved_per_s']}/s")
+    _ = statistics  # medians are per-run percentiles above
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,171 @@
+"""``monitors test NAME``: dry run and replay, through the real CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from reconciler.config import normalize
+from reconciler.state import store as store_mod
+from tests.conftest import Repo, run_cli
+
+CI_RED = """
+source:
+  type: poll
+  command: "echo 'build 7: fail at 10:00:01'"
+  interval: 30s
+condition:
+  mode: match
+  match: fail
+  dedupeKey: 'build (\\d+)'
+  ignore: ['\\d\\d:\\d\\d:\\d\\d']
+action:
+  type: run
+  agent: claude
+  prompt: "CI failed: {event} in build {{ signature }}."
+"""
+
+
+def snapshot(root: Path) -> dict[str, bytes | None]:
+    out: dict[str, bytes | None] = {}
+    if not root.exists():
+        return out
+    for dirpath, dirnames, filenames in os.walk(root):
+        for d in dirnames:
+            out[os.path.relpath(os.path.join(dirpath, d), root) + "/"] = None
+        for f in filenames:
+            p = os.path.join(dirpath, f)
+            out[os.path.relpath(p, root)] = Path(p).read_bytes()
+    return out
+
+
+def test_dry_run_prints_and_writes_nothing(repo: Repo) -> None:
+    repo.write("monitors.d/ci-red.yml", CI_RED)
+    store = store_mod.Store(repo.state)
+    store.write_state("other", {"fingerprint": "x"})
+    (repo.state / "monitors" / "other" / "liveness.json").write_text("{torn")  # corrupt
+    before = snapshot(repo.state)
+    r = run_cli(["test", "ci-red"], repo=repo)
+    assert r.exit_code == 0, r.output
+    assert "poll: echo 'build 7: fail at 10:00:01' every 30s  ·  match /fail/  ·  run claude" \
+        in r.stdout
+    assert "meta: {\"exitCode\":0" in r.stdout
+    assert "after ignore:" in r.stdout
+    assert "Would fire: yes (matched new signature)" in r.stdout
+    assert "summary: fail" in r.stdout and "signature: 7" in r.stdout
+    assert "would run claude" in r.stdout and "CI failed: fail in build 7." in r.stdout
+    assert "no action taken, no state written" in r.stdout
+    assert snapshot(repo.state) == before
+
+
+def test_would_fire_judged_against_stored_state(repo: Repo) -> None:
+    repo.write("monitors.d/ci-red.yml", CI_RED)
+    r = run_cli(["test", "ci-red", "--json"], repo=repo)
+    fp = json.loads(r.stdout)["fingerprint"]
+    store_mod.Store(repo.state).write_state(
+        "ci-red", {"fingerprint": fp, "mode": "match", "matching": True, "lastSignature": "7"})
+    before = snapshot(repo.state)
+    r = run_cli(["test", "ci-red"], repo=repo)
+    assert "Would fire: no (unchanged)" in r.stdout
+    assert "Event (what a fire would send)" in r.stdout
+    data = json.loads(run_cli(["test", "ci-red", "--json"], repo=repo).stdout)
+    assert data["wouldFire"] is False and data["reason"] == "unchanged"
+    assert data["observation"]["afterIgnore"] == "build 7: fail at \n"
+    assert data["action"]["prompt"] == "CI failed: fail in build 7."
+    assert snapshot(repo.state) == before
+
+
+def test_source_error_is_one_line_exit_1(repo: Repo) -> None:
+    repo.write("monitors.d/slow.yml", """
+        source: {type: poll, command: "sleep 5", interval: 30s, timeout: 1s}
+        action: {type: notify}
+    """)
+    r = run_cli(["test", "slow"], repo=repo)
+    assert r.exit_code == 1
+    assert r.stderr.strip().count("\n") == 0
+    assert "slow: source check failed: timeout:" in r.stderr
+    j = run_cli(["test", "slow", "--json"], repo=repo)
+    assert j.exit_code == 1 and json.loads(j.stdout)["error"].startswith("timeout:")
+    assert not repo.state.exists()
+
+
+def test_unknown_monitor(repo: Repo) -> None:
+    r = run_cli(["test", "nope"], repo=repo)
+    assert r.exit_code == 1 and "no monitor named 'nope'" in r.stderr
+
+
+def test_pid_dry_run_writes_no_marker(repo: Repo) -> None:
+    repo.write("monitors.d/me.yml", f"""
+        source: {{type: pid, pid: {os.getpid()}}}
+        action: {{type: notify}}
+    """)
+    r = run_cli(["test", "me"], repo=repo)
+    assert r.exit_code == 0 and "running" in r.stdout
+    assert "Would fire: no (no match)" in r.stdout
+    assert not repo.state.exists()
+
+
+def test_push_source_says_not_evaluated(repo: Repo) -> None:
+    repo.write("monitors.d/hook.yml", """
+        source: {type: webhook, provider: github, events: [push]}
+        action: {type: notify}
+    """)
+    r = run_cli(["test", "hook"], repo=repo)
+    assert r.exit_code == 1 and "validated but not evaluated yet" in r.stderr
+
+
+REPLAY = """
+steps:
+  - text: "build 7: fail at 10:00:01"
+    fire: true
+    reason: matched new signature
+  - text: "build 7: fail at 10:05:00"
+    fire: false
+    reason: unchanged
+  - error: "timeout: took too long"
+    fire: false
+  - text: "build 8: pass"
+    reason: no match
+  - text: "build 8: fail at 11:00:00"
+    fire: true
+"""
+
+
+def test_replay_all_expectations_met(repo: Repo) -> None:
+    repo.write("monitors.d/ci-red.yml", CI_RED)
+    f = repo.write("replay.yml", REPLAY)
+    r = run_cli(["test", "ci-red", "--replay", str(f)], repo=repo)
+    assert r.exit_code == 0, r.output
+    assert "5 steps, 2 fire(s), 0 mismatch(es)" in r.stdout
+    data = json.loads(run_cli(["test", "ci-red", "--replay", str(f), "--json"],
+                              repo=repo).stdout)
+    assert [s["reason"] for s in data["steps"]] == [
+        "matched new signature", "unchanged", "error", "no match", "matched new signature"]
+    assert not repo.state.exists()
+
+
+def test_replay_mismatch_exits_1(repo: Repo) -> None:
+    repo.write("monitors.d/ci-red.yml", CI_RED)
+    f = repo.write("replay.yml", """
+        - text: "fail"
+          fire: false
+        - "pass"
+    """)
+    r = run_cli(["test", "ci-red", "--replay", str(f)], repo=repo)
+    assert r.exit_code == 1
+    assert "MISMATCH: expected fire: no, got yes" in r.stdout
+
+
+def test_replay_bad_file_is_one_line(repo: Repo) -> None:
+    repo.write("monitors.d/ci-red.yml", CI_RED)
+    f = repo.write("replay.yml", "steps:\n  - {text: a, error: b}\n")
+    r = run_cli(["test", "ci-red", "--replay", str(f)], repo=repo)
+    assert r.exit_code == 1 and "steps[1]: give exactly one of text or error" in r.stderr
+
+
+def test_ignore_end_to_end_in_engine_normalization() -> None:
+    m = normalize.monitor({"source": {"type": "poll", "command": "x", "interval": 5},
+                           "condition": {"ignore": ["a+"]}, "action": {"type": "notify"}},
+                          name="n")
+    assert m.condition["ignore"] == ["a+"]
