@@ -120,8 +120,8 @@ class ConstantSource:
         return Observation("steady")
 
 
-async def run_engine(kind: str, n: int, interval: float, duration: float, url: str
-                     ) -> dict[str, Any]:
+async def run_engine(kind: str, n: int, interval: float, duration: float, url: str,
+                     cap: int = 0) -> dict[str, Any]:
     from reconciler import sources
     from reconciler.config import normalize
     from reconciler.daemon import evaluator
@@ -132,7 +132,7 @@ async def run_engine(kind: str, n: int, interval: float, duration: float, url: s
         sources.REGISTRY[SourceType.POLL] = ConstantSource()  # type: ignore[assignment]
     state = Path(tempfile.mkdtemp(prefix="bench-state-"))
     store = store_mod.Store(state)
-    ctx = sources.SourceContext.create(store=store)
+    ctx = sources.SourceContext.create(store=store, http_in_flight=cap or sources.HTTP_IN_FLIGHT)
     engine = evaluator.Engine(store, NullDispatcher(), ctx=ctx)
     if kind == "http":
         src: dict[str, Any] = {"type": "poll-http", "url": url, "interval": f"{int(interval * 1000)}ms"}
@@ -143,10 +143,16 @@ async def run_engine(kind: str, n: int, interval: float, duration: float, url: s
     rss0 = rss_kb()
     for m in monitors:
         await engine.start(m)
-    # Warm up for one interval (first polls spread, baselines written) plus a flush.
-    await asyncio.sleep(interval + min(interval, n / evaluator.FIRST_POLL_RATE) + 0.5)
+    # Warm up: every first poll done and its baseline durably written, then one interval.
+    t_start = time.monotonic()
+    await engine.wait_first_poll([m.name for m in monitors], 300)
+    while engine.stats.polls < n or any(e.busy for e in engine._entries.values()):
+        await asyncio.sleep(0.05)
+    startup = time.monotonic() - t_start
+    await asyncio.sleep(interval)
     engine.stats.lateness.clear()
     polls0, skipped0 = engine.stats.polls, engine.stats.skipped
+    missed0 = engine.stats.missed
     cpu0, child0, t0 = cpu_self(), cpu_children(), time.monotonic()
     await asyncio.sleep(duration)
     elapsed = time.monotonic() - t0
@@ -161,9 +167,11 @@ async def run_engine(kind: str, n: int, interval: float, duration: float, url: s
     await ctx.aclose()
     return {
         "scenario": kind, "n": n, "interval": interval, "seconds": round(elapsed, 2),
+        "startup_s": round(startup, 2),
         "scheduled_per_s": round(n / interval, 1),
         "achieved_per_s": round(polls / elapsed, 1),
         "skipped": engine.stats.skipped - skipped0,
+        "missed": engine.stats.missed - missed0,
         "late_p50_ms": round(pct(late, 0.5), 3), "late_p99_ms": round(pct(late, 0.99), 3),
         "late_max_ms": round(max(late) if late else float("nan"), 3),
         "cpu_pct_core": round(100 * cpu / elapsed, 1),
@@ -226,14 +234,15 @@ def child_main(args: argparse.Namespace) -> None:
         out = asyncio.run(floor_spawn(args.n, args.duration))
     else:
         out = asyncio.run(run_engine(args.scenario, args.n, args.interval, args.duration,
-                                     args.url))
+                                     args.url, args.cap))
     print(json.dumps(out))
 
 
-def child(scenario: str, n: int, interval: float, duration: float, url: str = ""
-          ) -> dict[str, Any]:
+def child(scenario: str, n: int, interval: float, duration: float, url: str = "",
+          cap: int = 0) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--scenario", scenario, "--n", str(n),
-           "--interval", str(interval), "--duration", str(duration), "--url", url]
+           "--interval", str(interval), "--duration", str(duration), "--url", url,
+           "--cap", str(cap)]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if out.returncode != 0:
         raise RuntimeError(f"{scenario} failed:\n{out.stderr}")
@@ -241,7 +250,7 @@ def child(scenario: str, n: int, interval: float, duration: float, url: str = ""
     return result
 
 
-COLUMNS = ["scenario", "n", "interval", "scheduled_per_s", "achieved_per_s", "skipped",
+COLUMNS = ["scenario", "n", "interval", "startup_s", "scheduled_per_s", "achieved_per_s", "skipped", "missed",
            "late_p50_ms", "late_p99_ms", "late_max_ms", "cpu_pct_core", "children_cpu_pct",
            "kb_per_monitor", "monitors_in_error"]
 
@@ -261,6 +270,7 @@ def main() -> None:
     p.add_argument("--interval", type=float, default=1.0)
     p.add_argument("--duration", type=float, default=10.0)
     p.add_argument("--url", default="")
+    p.add_argument("--cap", type=int, default=0, help="HTTP in-flight cap (engine runs)")
     args = p.parse_args()
     if args.serve:
         serve(args.serve)

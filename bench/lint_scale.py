@@ -129,9 +129,18 @@ sharedInput: false
 ]
 
 
+SETTINGS = """[routines.triage]
+argv = ["echo", "{prompt}"]
+
+[channels.ops]
+url = "json://127.0.0.1:9/hook"
+"""
+
+
 def generate(directory: Path, count: int) -> list[Path]:
     (directory / "monitors.d").mkdir(parents=True)
     (directory / "system").mkdir()
+    (directory / "monitors.toml").write_text(SETTINGS, encoding="utf-8")
     paths = []
     for i in range(count):
         name = f"mon-{i:05d}"

@@ -62,6 +62,8 @@ def test_json_format_clean_is_empty_list(repo: Repo) -> None:
     repo.write("monitors.d/host.yml", GOOD)
     r = run_cli(["lint", "--format", "json"], repo=repo)
     assert (r.exit_code, json.loads(r.stdout)) == (0, [])
+    r = run_cli(["lint", "--json"], repo=repo)  # the --json every command has
+    assert (r.exit_code, json.loads(r.stdout)) == (0, [])
 
 
 def test_github_format(repo: Repo) -> None:
@@ -165,3 +167,48 @@ def test_lint_imports_no_http_client_or_asyncio(repo: Repo) -> None:
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert p.stdout.strip().splitlines()[-1] == "0 []", p.stderr
+
+
+def test_action_references_are_checked_against_monitors_toml(repo: Repo) -> None:
+    repo.write("monitors.d/a.yml", GOOD.replace("{type: notify}",
+                                                "{type: run, agent: cluade, prompt: x}"))
+    repo.write("monitors.d/b.yml", GOOD.replace("{type: notify}",
+                                                "{type: routine, routine: triage}"))
+    repo.write("monitors.d/c.yml", GOOD.replace("{type: notify}",
+                                                "{type: notify, channel: phone}"))
+    repo.write("monitors.d/d.yml", GOOD.replace("{type: notify}", "{type: run, prompt: x}"))
+    repo.write("monitors.d/e.yml", GOOD.replace(
+        "{type: notify}", "{type: run, command: [echo, '--msg={prompt}'], prompt: x}"))
+    r = run_cli(["lint", "--format", "json"], repo=repo)
+    found = {(Path(row["file"]).name, row["field"], row["rule"]) for row in json.loads(r.stdout)}
+    assert found == {
+        ("a.yml", "action.agent", "unknown-reference"),
+        ("b.yml", "action.routine", "unknown-reference"),
+        ("c.yml", "action.channel", "unknown-reference"),
+        ("d.yml", "action", "schema"),
+        ("e.yml", "action.command", "bad-command"),
+    }
+    (repo.root / "monitors.toml").write_text(
+        '[agents.cluade]\nargv = ["claude", "-p", "{prompt}"]\n'
+        '[routines.triage]\nargv = ["echo", "{prompt}"]\n'
+        '[channels.phone]\nurl = "json://127.0.0.1:9/x"\n')
+    r = run_cli(["lint", "--format", "json"], repo=repo)
+    found = {(Path(row["file"]).name, row["rule"]) for row in json.loads(r.stdout)}
+    assert found == {("d.yml", "schema"), ("e.yml", "bad-command")}
+
+
+def test_invalid_monitors_toml_sections_are_one_problem(repo: Repo) -> None:
+    repo.write("monitors.d/host.yml", GOOD)
+    (repo.root / "monitors.toml").write_text('[agents.x]\nargv = "not a list"\n')
+    r = run_cli(["lint"], repo=repo)
+    assert r.exit_code == 1
+    assert "monitors.toml:1:1: error: " in r.stdout and "[settings]" in r.stdout
+
+
+def test_unknown_template_variable(repo: Repo) -> None:
+    repo.write("monitors.d/host.yml", GOOD.replace("{type: notify}",
+                                                   "{type: notify, message: '{{ evnt }}'}"))
+    r = run_cli(["lint"], repo=repo)
+    assert r.exit_code == 1
+    assert "action.message: invalid template: unknown variable 'evnt'" in r.stdout
+    assert "[bad-template]" in r.stdout

@@ -8,14 +8,18 @@ needs it, no Jinja2.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from reconciler import errors
 
 if TYPE_CHECKING:
+    from reconciler.actions.options import ActionsConfig
+    from reconciler.config.problems import Problem
     from reconciler.settings import Settings
 
 
@@ -39,13 +43,73 @@ def _settings(ctx: click.Context, paths: tuple[Path, ...]) -> Settings:
                              fleet_file=cwd / settings.FLEET_FILE, device="")
 
 
+def check_action(action: Mapping[str, Any], *, config: ActionsConfig) -> list[tuple[str, str]]:
+    """What an action refers to, checked against ``monitors.toml``: the agent, routine
+    or channel must be defined, a run needs an agent or a command, and a command's
+    argv template must be usable (``actions.agents.check``). The same rules as
+    ``actions.checks.problems`` minus templates, which ``config.semantic`` checks
+    (importing ``actions.checks`` would load Jinja2 for every lint)."""
+    out: list[tuple[str, str]] = []
+    kind = action.get("type")
+    if kind == "run":
+        from reconciler.actions import agents
+
+        command, agent = action.get("command"), action.get("agent")
+        if command:
+            problem = agents.check([str(c) for c in command])
+            if problem:
+                out.append(("action.command", problem))
+        elif not agent:
+            out.append(("action", "run needs an agent (see [agents]) or a command"))
+        elif str(agent) not in config.agents:
+            out.append(("action.agent", f"unknown agent {agent!r} (known: "
+                        f"{', '.join(sorted(config.agents))}; define [agents.{agent}] in "
+                        f"monitors.toml)"))
+    elif kind == "routine" and str(action.get("routine")) not in config.routines:
+        name = action.get("routine")
+        known = ", ".join(sorted(config.routines)) or "none defined"
+        out.append(("action.routine", f"unknown routine {name!r} (known: {known}; define "
+                    f"[routines.{name}] in monitors.toml)"))
+    elif kind == "notify" and action.get("channel") and (
+        str(action.get("channel")) not in config.channels
+    ):
+        name = action.get("channel")
+        out.append(("action.channel", f"unknown channel {name!r} (known: "
+                    f"{', '.join(sorted(config.channels))}; define [channels.{name}] in "
+                    f"monitors.toml)"))
+    return out
+
+
+def _action_check(settings: Settings) -> tuple[Any, list[Problem]]:
+    """The action check for ``lint.run``, or a ``settings`` problem when monitors.toml's
+    agents, routines or channels are invalid (then names are not checked)."""
+    from reconciler.actions import options
+    from reconciler.config import problems
+
+    try:
+        config = options.parse(settings.toml)
+    except errors.ConfigError as e:
+        path = settings.root / settings_file()
+        return None, [problems.error(str(path), 1, 1, "", str(e), "settings")]
+    return functools.partial(check_action, config=config), []
+
+
+def settings_file() -> str:
+    """The settings file name (``monitors.toml``)."""
+    from reconciler import settings
+
+    return settings.SETTINGS_FILE
+
+
 @click.command("lint")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text",
               show_default=True, help="Output: text lines, a JSON list, or GitHub annotations.")
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.option("--strict", is_flag=True, help="Fail (exit 1) on warnings too.")
 @click.pass_context
-def command(ctx: click.Context, paths: tuple[Path, ...], fmt: str, strict: bool) -> int:
+def command(ctx: click.Context, paths: tuple[Path, ...], fmt: str, as_json: bool,
+            strict: bool) -> int:
     """Validate monitor and overlay files.
 
     With no PATH, lints the configured layers (system/, monitors.d/ and
@@ -57,6 +121,9 @@ def command(ctx: click.Context, paths: tuple[Path, ...], fmt: str, strict: bool)
     from reconciler.render import problems as render
 
     settings = _settings(ctx, paths)
-    report = lint.run(settings, list(paths) or None)
+    check, problems = _action_check(settings)
+    report = lint.run(settings, list(paths) or None, action_check=check)
+    report.problems = sorted(report.problems + problems)
+    fmt = "json" if as_json else fmt
     click.echo(render.render(report.problems, fmt=fmt, monitors=report.monitors), nl=False)
     return errors.ExitCode.ERROR if report.failed(strict=strict) else errors.ExitCode.OK

@@ -84,8 +84,6 @@ def decide(
     Raises:
         re.error: a regex does not compile (lint refuses such monitors first).
     """
-    from reconciler.conditions import every, match, on_change
-
     if previous is not None and previous.get("fingerprint") != monitor.fingerprint:
         previous = None
         fresh = True
@@ -108,3 +106,6 @@ def _with(decision: Decision, **changes: Any) -> Decision:
     from dataclasses import replace
 
     return replace(decision, **changes)
+
+
+from reconciler.conditions import every, match, on_change  # noqa: E402  (modes use Decision)

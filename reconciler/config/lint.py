@@ -50,26 +50,29 @@ class LintReport:
 
 
 def run(settings: Settings, paths: Sequence[Path] | None = None, *,
-        now: datetime | None = None) -> LintReport:
+        now: datetime | None = None,
+        action_check: loader.ActionCheck | None = None) -> LintReport:
     """Lint the layers (``paths`` None) or the given files/directories in their context.
 
     Args:
         settings: the repository's settings (layers).
         paths: files or directories to lint; problems of other files are dropped.
         now: for expired pauses (default: now).
+        action_check: extra checks of each action (see ``loader.load``).
 
     Returns:
         a ``LintReport``. Never raises on bad input (a missing path is a problem).
     """
     if not paths:
-        result = loader.load(settings, now=now, jobs=None)
+        result = loader.load(settings, now=now, jobs=None, action_check=action_check)
         return LintReport(result.problems, result.files)
     missing = [p for p in paths if not os.path.lexists(p)]
     present = [p for p in paths if os.path.lexists(p)]
     wanted = {f for f, _ in loader.collect(settings, present)}
     layer_files = [p for p in (settings.system_dir, settings.user_dir, settings.overlays_dir)
                    if p.is_dir()]
-    result = loader.load(settings, paths=[*layer_files, *present], now=now, jobs=None)
+    result = loader.load(settings, paths=[*layer_files, *present], now=now, jobs=None,
+                         action_check=action_check)
     shown = {loader.display(f) for f in wanted}
     problems = [p for p in result.problems if p.file in shown]
     problems += [P.error(str(p), 1, 1, "", "no such file or directory", "unreadable")

@@ -12,13 +12,14 @@ collected, never raised; no input produces an exception. No printing, no click.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from reconciler.config import normalize, overlays, semantic, validate, yamlload
 from reconciler.config import problems as P
@@ -138,9 +139,11 @@ def collect(settings: Settings,
 
     out: dict[Path, FileKind] = {}
     if paths is None:
-        for d, k in ((system, "system"), (user, "user"), (ovl, "overlay")):
-            for f in _yaml_files(d):
-                out.setdefault(f, k)  # type: ignore[arg-type]
+        layers: tuple[tuple[Path, FileKind], ...] = (
+            (system, "system"), (user, "user"), (ovl, "overlay"))
+        for directory, layer in layers:
+            for f in _yaml_files(directory):
+                out.setdefault(f, layer)
     else:
         for given in paths:
             p = Path(os.path.abspath(given))
@@ -161,8 +164,14 @@ PARALLEL_MIN = 2000
 """From this many monitor files, ``load(jobs=None)`` checks them in worker processes."""
 
 
+ActionCheck = Callable[[Mapping[str, Any]], list[tuple[str, str]]]
+"""An extra static check of a schema-valid ``action`` mapping: ``(field, message)`` pairs
+with dotted fields such as ``action.agent`` (``lint`` passes the actions' checks)."""
+
+
 def load(settings: Settings, *, paths: Sequence[Path] | None = None,
-         now: datetime | None = None, jobs: int | None = 1) -> LoadResult:
+         now: datetime | None = None, jobs: int | None = 1,
+         action_check: ActionCheck | None = None) -> LoadResult:
     """Load, validate and resolve the layers.
 
     Args:
@@ -174,6 +183,9 @@ def load(settings: Settings, *, paths: Sequence[Path] | None = None,
             process; None picks one per CPU (at most 4) from ``PARALLEL_MIN`` files
             on, with forked workers. Only a single-threaded caller (the ``lint``
             command) may ask for more than 1: forking a threaded daemon is unsafe.
+        action_check: run on each monitor that passed every other check; its
+            pairs become errors (rules ``bad-template``, ``unknown-reference``,
+            ``bad-command``, ``schema``). Must be picklable when ``jobs`` != 1.
 
     Returns:
         a ``LoadResult``; problems sorted. Never raises on bad input.
@@ -191,12 +203,12 @@ def load(settings: Settings, *, paths: Sequence[Path] | None = None,
     overlay_files: list[tuple[Path, str, yamlload.Document | None, list[Problem]]] = []
     digest = hashlib.sha256()
 
-    files = sorted(collect(settings, paths), key=lambda item: _rel(item[0], root))
-    result.checked = files
-    items = [(path, kind, display(path, cwd)) for path, kind in files]
-    outcomes = _map([item for item in items if item[1] != "overlay"], jobs)
-    for path, kind, file in items:
-        rel = _rel(path, root).encode()
+    ranked = sorted((_rel(path, root), path, kind) for path, kind in collect(settings, paths))
+    result.checked = [(path, kind) for _, path, kind in ranked]
+    items = [(path, kind, display(path, cwd)) for _, path, kind in ranked]
+    outcomes = _map([item for item in items if item[1] != "overlay"], jobs, action_check)
+    for (rel_text, _, _), (path, kind, file) in zip(ranked, items, strict=True):
+        rel = rel_text.encode()
         digest.update(b"%d:%s\0" % (len(rel), rel))
         if kind == "overlay":
             raw, problems = yamlload.read(path, file=file)
@@ -240,32 +252,34 @@ def load(settings: Settings, *, paths: Sequence[Path] | None = None,
 _Outcome = tuple[bytes, "_Entry | None", list[Problem]]
 
 
-def _check(item: tuple[Path, FileKind, str]) -> _Outcome:
+def _check(item: tuple[Path, FileKind, str], action_check: ActionCheck | None = None) -> _Outcome:
     """Read and check one monitor file: (sha256 of its bytes, entry or None, problems)."""
     path, kind, file = item
     raw, problems = yamlload.read(path, file=file)
     if raw is None:
         return b"-", None, problems
     scope = Scope.SYSTEM if kind == "system" else Scope.USER
-    entry, more = _monitor(raw, path=path, file=file, scope=scope)
+    entry, more = _monitor(raw, path=path, file=file, scope=scope, action_check=action_check)
     return hashlib.sha256(raw).digest(), entry, problems + more
 
 
-def _map(items: list[tuple[Path, FileKind, str]], jobs: int | None) -> Iterator[_Outcome]:
+def _map(items: list[tuple[Path, FileKind, str]], jobs: int | None,
+         action_check: ActionCheck | None) -> Iterator[_Outcome]:
     """``_check`` every item, in order; in forked worker processes when asked to."""
+    check = functools.partial(_check, action_check=action_check)
     if jobs is None:
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
         jobs = min(cpus, 4) if len(items) >= PARALLEL_MIN else 1
     if jobs <= 1 or len(items) < 2:
-        return map(_check, items)
+        return map(check, items)
     import multiprocessing
 
     try:
         context = multiprocessing.get_context("fork")
     except ValueError:  # no fork on this platform
-        return map(_check, items)
+        return map(check, items)
     with context.Pool(jobs) as pool:
-        outcomes = pool.map(_check, items, chunksize=max(1, len(items) // (jobs * 8)))
+        outcomes = pool.map(check, items, chunksize=max(1, len(items) // (jobs * 8)))
     return iter(outcomes)
 
 
@@ -274,20 +288,32 @@ def _rel(path: Path, root: Path) -> str:
     return text[len(prefix):] if text.startswith(prefix) else text
 
 
-def _monitor(raw: bytes, *, path: Path, file: str,
-             scope: Scope) -> tuple[_Entry | None, list[Problem]]:
+_ACTION_RULES = {"prompt": "bad-template", "message": "bad-template", "agent": "unknown-reference",
+                 "routine": "unknown-reference", "channel": "unknown-reference",
+                 "command": "bad-command"}
+
+
+def _monitor(raw: bytes, *, path: Path, file: str, scope: Scope,
+             action_check: ActionCheck | None = None) -> tuple[_Entry | None, list[Problem]]:
     doc, problems = yamlload.parse(raw, file=file)
     if doc is None:
         return None, problems
     broken = {p.field for p in problems}  # a duplicate key or tag already explains these
     problems += [p for p in validate.check(doc, kind="monitor") if p.field not in broken]
+    stem = path.stem
     if not _has_error(problems):
-        problems += semantic.check(doc, stem=path.stem)
+        problems += semantic.check(doc, stem=stem)
+    if action_check is not None and not _has_error(problems):
+        for field_name, message in action_check(doc.data["action"]):
+            steps = tuple(field_name.split("."))
+            line, col = doc.position(steps)
+            problems.append(P.error(file, line, col, field_name, message,
+                                    _ACTION_RULES.get(steps[-1], "schema")))
     if _has_error(problems):
         return None, problems
     line = doc.root.start_mark.line + 1
     try:
-        monitor = normalize.monitor(doc.data, name=path.stem, scope=scope, origin=path, line=line)
+        monitor = normalize.monitor(doc.data, name=stem, scope=scope, origin=path, line=line)
     except (ValueError, KeyError, TypeError) as e:  # schema and semantic checks should prevent it
         problems.append(P.error(file, line, 1, "", f"cannot normalize: {e}", "schema"))
         return None, problems
@@ -374,14 +400,14 @@ def _apply_overlays(result: LoadResult,
             continue
         name = MonitorName(overlay.monitor)
         if name in by_monitor:
-            found.append(P.error(file, overlay.line, 1, "monitor",
+            found.append(P.error(file, overlay.line, overlay.col, "monitor",
                                  f"a second overlay for {name!r} (first: "
                                  f"{display(by_monitor[name], cwd)})", "duplicate-name"))
             continue
         by_monitor[name] = path
         if name not in known:
             hint = validate.suggest(name, sorted(known))
-            found.append(P.error(file, overlay.line, 1, "monitor",
+            found.append(P.error(file, overlay.line, overlay.col, "monitor",
                                  f"overlay for {name!r}, but no layer defines that monitor{hint}",
                                  "overlay-orphan"))
             continue

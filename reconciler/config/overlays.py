@@ -30,7 +30,7 @@ class Overlay:
         pause: the pause it applies, or None.
         pin: ``{"device": str}`` or ``{"devices": [str, ...]}`` replacing the
             monitor's placement, or None.
-        line: 1-based line of the ``monitor`` field (for messages).
+        line, col: 1-based position of the ``monitor`` value (for messages).
         until_pos: 1-based (line, col) of ``pause.until`` (for the expiry warning).
     """
 
@@ -40,6 +40,7 @@ class Overlay:
     pin: dict[str, Any] | None
     line: int = 1
     until_pos: tuple[int, int] = (1, 1)
+    col: int = 1
 
 
 def parse_until(text: str) -> datetime:
@@ -122,6 +123,6 @@ def from_document(doc: yamlload.Document, path: Path,
     if any(p.severity is Severity.ERROR for p in problems):
         return None, problems
     pin = data.get("pin")
-    line, _ = doc.position(("monitor",))
+    line, col = doc.position(("monitor",))
     return Overlay(str(monitor), path, pause, dict(pin) if isinstance(pin, dict) else None,
-                   line, doc.position(("pause", "until"))), problems
+                   line, doc.position(("pause", "until")), col), problems

@@ -123,6 +123,7 @@ def _regex(doc: Document, path: tuple[str | int, ...], pattern: str) -> list[Pro
     return []
 
 
+@functools.lru_cache(maxsize=4096)
 def template_error(text: str) -> str | None:
     """Return why ``text`` is not a valid template (short form ``{event}`` accepted), or None.
 

@@ -144,12 +144,12 @@ def _translate(doc: Document, kind: schemas.Kind, err: Any, path: Path_,
                         "schema")]
     if name == "pattern":
         last = str(next((s for s in reversed(path) if isinstance(s, str)), ""))
-        hint = _PATTERN_HINTS.get(last)
-        if hint is None and (last in ("device", "devices") or "device" in schema_path):
-            hint = _PATTERN_HINTS["device"]
-        if hint is None and str(last) == "url":
-            hint = f"must match {detail.get('pattern')}"
-        message = f"{_short(value)}: {hint}" if hint else (
+        explain = _PATTERN_HINTS.get(last)
+        if explain is None and (last in ("device", "devices") or "device" in schema_path):
+            explain = _PATTERN_HINTS["device"]
+        if explain is None and str(last) == "url":
+            explain = f"must match {detail.get('pattern')}"
+        message = f"{_short(value)}: {explain}" if explain else (
             f"{_short(value)} does not match {detail.get('pattern')}")
         return [P.error(file, line, col, field, message, "schema")]
     if name == "not" and not path and kind == "monitor":

@@ -21,7 +21,9 @@ No function here raises on bad input: every failure is a ``Problem``.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -242,7 +244,13 @@ class _Builder:
                          f"duplicate key {key!r} (first at line {first.line + 1}); "
                          f"YAML would silently keep this one", "duplicate-key")
             seen[key] = key_node
-            out[key] = self.build(value_node, (*path, key))
+            if (value_node.__class__ is yaml.ScalarNode and value_node.tag == _STR
+                    and (value_node.style or value_node.value not in _YN)
+                    and self.count < MAX_NODES):
+                self.count += 1  # the common case, inlined: a plain string value
+                out[key] = value_node.value
+            else:
+                out[key] = self.build(value_node, (*path, key))
         for source in merged:  # explicit keys win over merged ones, as in YAML 1.1
             sources = source.value if isinstance(source, yaml.SequenceNode) else [source]
             for src in sources:
@@ -297,22 +305,35 @@ class _Builder:
 
 
 def read(path: Path, *, file: str) -> tuple[bytes | None, list[Problem]]:
-    """Read ``path`` as bytes, refusing files over ``MAX_BYTES``.
+    """Read ``path`` as bytes, refusing files over ``MAX_BYTES`` and anything that is
+    not a regular file (a directory, or a FIFO that would block forever).
 
     Returns:
         ``(data, [])`` or ``(None, [problem])`` (unreadable, too large).
     """
     try:
-        with path.open("rb") as fh:
-            data = fh.read(MAX_BYTES + 1)
-    except IsADirectoryError:
-        return None, [P.error(file, 1, 1, "", "is a directory, not a YAML file", "unreadable")]
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
         return None, [P.error(file, 1, 1, "", f"cannot read: {e.strerror or e}", "unreadable")]
-    if len(data) > MAX_BYTES:
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None, [P.error(file, 1, 1, "", "not a regular file", "unreadable")]
+        chunks: list[bytes] = []
+        size = 0
+        while size <= MAX_BYTES:
+            chunk = os.read(fd, MAX_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as e:
+        return None, [P.error(file, 1, 1, "", f"cannot read: {e.strerror or e}", "unreadable")]
+    finally:
+        os.close(fd)
+    if size > MAX_BYTES:
         return None, [P.error(file, 1, 1, "", f"file is larger than {MAX_BYTES} bytes (1 MiB)",
                               "file-too-large")]
-    return data, []
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks), []
 
 
 def parse(data: bytes, *, file: str) -> tuple[Document | None, list[Problem]]:

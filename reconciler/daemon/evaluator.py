@@ -56,10 +56,11 @@ log = logging.getLogger("monitors.engine")
 FIRST_POLL_RATE = 200.0
 """First polls per second the start-up spread aims at."""
 
-TIMEOUT_GRACE = 5.0
-"""Seconds past a source's own ``timeout`` before the engine abandons a poll."""
-
 LATENESS_SAMPLES = 100_000
+FLUSH_CHUNK = 128
+"""Liveness files written per worker-thread call during a flush."""
+FLUSH_PAUSE = 0.005
+"""Seconds between flush chunks (the loop runs polls in between)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +173,7 @@ class Stats:
 
     polls: int = 0
     skipped: int = 0
+    missed: int = 0
     fires: int = 0
     lateness: collections.deque[float] = field(
         default_factory=lambda: collections.deque(maxlen=LATENESS_SAMPLES)
@@ -336,6 +338,8 @@ class Engine:
                 entry.previous = await self._load_state(monitor)
             except errors.StateError as e:
                 return PollResult(monitor.name, error=str(e))
+        if self.store.autopause(monitor.name) is not None:
+            return PollResult(monitor.name, error="auto-paused (rate limit); not polled")
         entry.busy = True
         try:
             result = await self._poll(entry)
@@ -368,13 +372,16 @@ class Engine:
                 self._flush_loop(), name="monitors:liveness-flush")
 
     async def _flush_loop(self) -> None:
+        """Flush liveness every ``flush_interval`` in chunks of ``FLUSH_CHUNK`` files,
+        pausing between chunks, so a large flush never holds the loop up for long."""
         while True:
             await asyncio.sleep(self.flush_interval)
-            if self.store.pending_liveness():
-                try:
-                    await asyncio.to_thread(self.store.flush)
-                except Exception:  # never let a flush failure stop heartbeats
-                    log.exception("liveness flush failed")
+            try:
+                while self.store.pending_liveness():
+                    await asyncio.to_thread(self.store.flush, FLUSH_CHUNK)
+                    await asyncio.sleep(FLUSH_PAUSE)
+            except Exception:  # never let a flush failure stop heartbeats
+                log.exception("liveness flush failed")
 
     async def _load_state(self, monitor: Monitor) -> dict[str, Any] | None:
         """``load_state``, writing a rolled-forward ``state.json`` durably.
@@ -437,6 +444,7 @@ class Engine:
             missed = int((now - due) // interval)
             entry.skipped += missed
             self.stats.skipped += missed
+            self.stats.missed += missed
             next_due = due + (missed + 1) * interval
         self._scheduler.schedule(name, next_due)
         if entry.busy:
@@ -462,24 +470,16 @@ class Engine:
 
     async def _poll(self, entry: _Entry) -> PollResult:
         monitor = entry.monitor
-        if self.store.autopause(monitor.name) is not None:
-            return PollResult(monitor.name, error="auto-paused (rate limit); not polled")
-        timeout = float(monitor.source.get("timeout") or 30.0) + TIMEOUT_GRACE
         try:
-            async with asyncio.timeout(timeout):
-                observation = await sources.observe(monitor, self.ctx)
+            # Every source enforces its own ``timeout`` (no second timer per poll here).
+            observation = await sources.observe(monitor, self.ctx)
         except errors.SourceError as e:
             return await self._check_failed(entry, e)
-        except TimeoutError:
-            return await self._check_failed(entry, errors.SourceError(
-                f"source did not answer within {timeout:g}s", kind="timeout"))
         except Exception as e:  # a bug in a source: count it, keep running
             log.exception("%s: source raised", monitor.name)
             return await self._check_failed(entry, errors.SourceError(
                 f"{type(e).__name__}: {e}", kind="internal"))
-        commit = asyncio.ensure_future(self._evaluate(entry, observation))
-        entry.commit = commit
-        return await asyncio.shield(commit)
+        return await self._evaluate(entry, observation)
 
     async def _check_failed(self, entry: _Entry, error: errors.SourceError) -> PollResult:
         name = entry.monitor.name
@@ -498,8 +498,9 @@ class Engine:
         return PollResult(name, error=message)
 
     async def _evaluate(self, entry: _Entry, observation: Observation) -> PollResult:
+        """Decide; when something must be stored, persist and dispatch in a task that a
+        stop cannot cancel half-way (``asyncio.shield``); else just heartbeat."""
         monitor = entry.monitor
-        name = monitor.name
         at = self.clock()
         try:
             decision = conditions.decide(monitor, observation, entry.previous)
@@ -510,33 +511,51 @@ class Engine:
         if decision.fire:
             event = make_event(monitor, decision, observation, at=at)
             if self.guard is not None and not self.guard.allow_fire(monitor, event):
-                log.warning("%s: fire suppressed by the rate limit", name)
+                log.warning("%s: fire suppressed by the rate limit", monitor.name)
                 event = None
         if decision.persist or event is not None:
-            state = {**decision.state, "updatedAt": store_mod.iso(at)}
-            if event is not None:
-                state.update(lastEventId=event.id, lastFiredAt=event.fired_at)
-            try:
-                await asyncio.to_thread(self._commit, name, state, event, at)
-            except OSError as e:
-                return await self._check_failed(entry, errors.SourceError(
-                    f"cannot write state: {e.strerror or e}", kind="state"))
-            entry.previous = state
+            commit = asyncio.ensure_future(
+                self._persist(entry, observation, decision, event, at))
+            entry.commit = commit
+            return await asyncio.shield(commit)
+        return await self._checked(entry, observation, decision, None, at)
+
+    async def _persist(self, entry: _Entry, observation: Observation,
+                       decision: conditions.Decision, event: events.Event | None,
+                       at: float) -> PollResult:
+        """Durable writes (worker thread), then heartbeat and dispatch."""
+        state = {**decision.state, "updatedAt": store_mod.iso(at)}
+        if event is not None:
+            state.update(lastEventId=event.id, lastFiredAt=event.fired_at)
+        try:
+            await asyncio.to_thread(self._commit, entry.monitor.name, state, event, at)
+        except OSError as e:
+            return await self._check_failed(entry, errors.SourceError(
+                f"cannot write state: {e.strerror or e}", kind="state"))
+        entry.previous = state
+        return await self._checked(entry, observation, decision, event, at)
+
+    async def _checked(self, entry: _Entry, observation: Observation,
+                       decision: conditions.Decision, event: events.Event | None,
+                       at: float) -> PollResult:
+        """A good check: heartbeat, first poll, guard, then the dispatch."""
+        monitor = entry.monitor
         entry.polls += 1
-        self.store.record_check(name, ok=True, error=None, at=at)
-        self._first_done(entry, FirstPoll(True))
+        self.store.record_check(monitor.name, ok=True, error=None, at=at)
+        if entry.counted or not entry.first.done():
+            self._first_done(entry, FirstPoll(True))
         if self.guard is not None:
             try:
                 await self.guard.after_check(monitor, ok=True, error=None)
             except Exception:
-                log.exception("%s: guard.after_check failed", name)
+                log.exception("%s: guard.after_check failed", monitor.name)
         if event is not None:
             self.stats.fires += 1
             try:
                 await self.dispatcher.dispatch(monitor, event)
             except Exception:  # the Dispatcher contract says never; keep running anyway
-                log.exception("%s: dispatcher raised for %s", name, event.id)
-        return PollResult(name, observation, decision, event)
+                log.exception("%s: dispatcher raised for %s", monitor.name, event.id)
+        return PollResult(monitor.name, observation, decision, event)
 
     def _commit(self, name: str, state: Mapping[str, Any], event: events.Event | None,
                 at: float) -> None:

@@ -152,7 +152,12 @@ class Daemon:
                 rc = await self._once(applied.started)
             else:
                 server = control.ControlServer(self.cfg.state_dir, self.handle)
-                await server.start()
+                try:
+                    await server.start()
+                except OSError as e:
+                    raise errors.StateError(
+                        f"{self.cfg.state_dir}: cannot listen on the control socket: "
+                        f"{e.strerror or e}") from e
                 watcher = watch.Watcher(self._trigger, dirs=self._watched_dirs(),
                                         root=self.cfg.root,
                                         names=(settings.SETTINGS_FILE, self.cfg.fleet_file.name))
@@ -260,6 +265,9 @@ class Daemon:
                         log.warning("keep %s: file is invalid, its last applied version "
                                     "keeps running", change.name)
                 self.last.problems = errors_now
+            elif errors_now and trigger == "resync":
+                for line in errors_now:
+                    log.warning("still invalid: %s", line)
             if plan.mass_stop:
                 log.warning("HELD %d stops (mass-stop guard): %s",
                             sum(1 for c in plan.changes if c.held), plan.mass_stop)

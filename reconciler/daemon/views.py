@@ -170,10 +170,13 @@ def view(cfg: settings.Settings, name: str, *, fires: int = 10) -> dict[str, Any
     result = loader.load(cfg)
     monitor = result.monitors.get(MonitorName(name)) or (entry.monitor if entry else None)
     store = _store(cfg)
+    applied = entry.to_json() | {"monitor": None} if entry else None
+    daemon_running = bool(listing["daemon"]["running"])
     return {
         **row,
         "config": registry_mod.monitor_to_json(monitor) if monitor else None,
-        "running": entry.to_json() | {"monitor": None} if entry else None,
+        "running": applied if daemon_running else None,
+        "lastApplied": applied,
         "state": store.read_state(name),
         "recentFires": store.fires(name, limit=fires),
     }
@@ -202,8 +205,11 @@ def logs(cfg: settings.Settings, name: str, *, limit: int = 5) -> list[dict[str,
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             text = None
+        details = {k: record[k] for k in ("action", "attempts", "channels", "exitCode",
+                                          "httpStatus", "durationSeconds", "reasons")
+                   if record.get(k) not in (None, [], "")}
         out.append({"id": event_id, "status": record.get("status"), "file": str(path),
-                    "output": text, "reason": record.get("reason")})
+                    "output": text, "reason": record.get("reason"), "details": details})
     return out
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -122,6 +123,9 @@ class Watcher:
         self.names = tuple(names)
         self._observer: Any = Observer()
         self._watches: dict[Path, tuple[Any, int]] = {}
+        self.dir_names = frozenset(str(d) for d in self.dirs)
+        self.stale: set[Path] = set()  # added from watchdog's thread; read in ensure()
+        self.stale_lock = threading.Lock()
         self._handler = self._make_handler()
 
     def _make_handler(self) -> Any:
@@ -137,7 +141,11 @@ class Watcher:
                 if getattr(event, "dest_path", ""):
                     paths.append(str(event.dest_path))
                 for p in paths:
-                    if interesting(p, extra_names=watcher.names):
+                    if p in watcher.dir_names:
+                        with watcher.stale_lock:  # a layer directory itself came or went
+                            watcher.stale.add(Path(p))
+                    if (getattr(event, "is_directory", False) and ".git" not in Path(p).parts) \
+                            or interesting(p, extra_names=watcher.names):
                         watcher.trigger.poke_threadsafe(f"{event.event_type} {p}")
                         return
 
@@ -151,15 +159,18 @@ class Watcher:
 
     def ensure(self) -> None:
         """(Re)schedule watches for directories that exist and are not watched yet;
-        drop watches of directories that vanished."""
+        drop watches of directories that vanished or were deleted and created again
+        (seen as events in ``root``; the inode number may well be reused)."""
         wanted = [(self.root, False), *((d, True) for d in self.dirs)]
+        with self.stale_lock:
+            stale, self.stale = self.stale, set()
         for path, recursive in wanted:
             held = self._watches.get(path)
             try:
                 inode: int | None = path.stat().st_ino if path.is_dir() else None
             except OSError:
                 inode = None
-            if held is not None and held[1] != inode:
+            if held is not None and (held[1] != inode or path in stale):
                 with contextlib.suppress(KeyError, ValueError):
                     self._observer.unschedule(held[0])
                 del self._watches[path]

@@ -129,12 +129,12 @@ class Change:
 
 def display(path: Path, root: Path | None) -> str:
     """``path`` relative to ``root`` when below it, else as is (pure, no file system)."""
+    text = str(path)
     if root is not None:
-        try:
-            return str(path.relative_to(root))
-        except ValueError:
-            pass
-    return str(path)
+        prefix = str(root).rstrip("/") + "/"
+        if text.startswith(prefix):
+            return text[len(prefix):]
+    return text
 
 
 def _flatten(prefix: str, value: Any) -> Iterator[tuple[str, Any]]:

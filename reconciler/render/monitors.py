@@ -66,9 +66,13 @@ def view(data: dict[str, Any]) -> str:
     if data.get("error"):
         lines.append(f"  file error:  {data['error']}")
     running = data.get("running")
+    applied = data.get("lastApplied")
     if running:
         lines.append(f"  running:     since {running['startedAt']} (generation "
                      f"{running['generation']})")
+    elif applied:
+        lines.append(f"  last applied: {applied['startedAt']} (generation "
+                     f"{applied['generation']}; the daemon is not running)")
     for key in ("source", "condition", "action"):
         spec = cfg.get(key) or {}
         lines.append(f"  {key}:")
@@ -118,8 +122,10 @@ def logs(name: str, items: list[dict[str, Any]]) -> str:
     out = []
     for item in items:
         out.append(f"== {item['id']} ({item['status']}) ==")
+        for key, value in (item.get("details") or {}).items():
+            out.append(f"{key}: {json.dumps(value, ensure_ascii=False)}")
         if item["output"] is None:
-            out.append(f"(no action output{': ' + item['reason'] if item.get('reason') else ''})")
+            out.append("(no output file)")
         else:
             out.append(item["output"].rstrip("\n"))
     return "\n".join(out) + "\n"

@@ -30,18 +30,25 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_bytes(path: Path, data: bytes, *, durable: bool) -> None:
+def write_bytes(path: Path, data: bytes, *, durable: bool, sole_writer: bool = False) -> None:
     """Replace ``path`` with ``data`` atomically.
 
     Args:
         path: the target file; its directory must exist.
         data: the complete new content.
         durable: fsync the file before the rename and the directory after it.
+        sole_writer: the caller is the only writer of ``path`` (the daemon's liveness
+            flush): use the fixed temp name ``.<name>.tmp`` instead of a random one,
+            which is cheaper; a temp left by a killed writer is simply overwritten.
 
     Raises:
         OSError: the write failed; ``path`` is then unchanged and the temp file removed.
     """
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    if sole_writer:
+        tmp = str(path.with_name(f".{path.name}.tmp"))
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    else:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
 import os
 import shutil
 import threading
@@ -96,6 +97,7 @@ class Store:
         self._dirty: set[str] = set()
         self._frozen: set[str] = set()  # future-version liveness: never overwritten
         self._autopause: dict[str, dict[str, Any] | None] = {}
+        self._known_dirs: dict[str, Path] = {}  # liveness flush: directories that exist
         self._root_ready = False
 
     # -- layout ---------------------------------------------------------------
@@ -236,22 +238,38 @@ class Store:
         with self._lock:
             return len(self._dirty)
 
-    def flush(self) -> int:
-        """Write every changed ``liveness.json`` (atomic, not fsynced); return the count.
+    def flush(self, limit: int | None = None) -> int:
+        """Write changed ``liveness.json`` files (atomic, not fsynced); return the count.
+
+        Args:
+            limit: write at most this many (the rest stay pending), so a caller can
+                spread a large flush out; None writes all.
 
         A write that fails stays pending and is retried by the next flush.
         """
         if self.readonly:
             return 0
         with self._lock:
-            batch = {n: dict(self._liveness[n]) for n in self._dirty if n not in self._frozen}
-            self._dirty.clear()
+            names = [n for n in self._dirty if n not in self._frozen]
+            if limit is not None:
+                names = names[:limit]
+            batch = {n: dict(self._liveness[n]) for n in names}
+            if limit is None:
+                self._dirty.clear()
+            else:
+                self._dirty.difference_update(names)
+                self._dirty.difference_update(self._frozen)
         failed: list[str] = []
         for name, live in batch.items():
             try:
-                path = self._ensure_dir(name, durable=False) / LIVENESS_FILE
-                atomic.write_bytes(path, atomic.dumps(live), durable=False)
+                directory = self._known_dirs.get(name)
+                if directory is None:
+                    directory = self._known_dirs[name] = self._ensure_dir(name, durable=False)
+                data = json.dumps(live, separators=(",", ":")).encode()
+                atomic.write_bytes(directory / LIVENESS_FILE, data, durable=False,
+                                   sole_writer=True)
             except OSError:
+                self._known_dirs.pop(name, None)
                 failed.append(name)
         if failed:
             with self._lock:
@@ -266,6 +284,7 @@ class Store:
             self._dirty.discard(name)
             self._frozen.discard(name)
             self._autopause.pop(name, None)
+            self._known_dirs.pop(name, None)
         if live is not None and dirty and not self.readonly:
             try:
                 path = self._ensure_dir(name, durable=False) / LIVENESS_FILE
@@ -470,6 +489,8 @@ class Store:
         os.replace(src, dst)
         atomic.fsync_dir(dst.parent)
         with self._lock:
+            self._known_dirs.pop(old, None)
+            self._known_dirs.pop(new, None)
             if old in self._liveness:
                 self._liveness[new] = self._liveness.pop(old)
             if old in self._autopause:

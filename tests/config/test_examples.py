@@ -14,6 +14,7 @@ import pytest
 
 from reconciler import settings
 from reconciler.config import loader
+from reconciler.config.problems import RULES
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 EXPECT = re.compile(r"^# expect: (\d+):(\d+) ([a-z0-9-]+)$", re.M)
@@ -22,6 +23,7 @@ EXPECT = re.compile(r"^# expect: (\d+):(\d+) ([a-z0-9-]+)$", re.M)
 def _lint(path: Path) -> list[tuple[int, int, str]]:
     cfg = settings.load(root=path.parent)
     result = loader.load(cfg, paths=[path])
+    assert all(p.rule in RULES for p in result.problems), "every rule id is documented"
     return [(p.line, p.col, p.rule) for p in result.problems]
 
 

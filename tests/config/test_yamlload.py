@@ -158,3 +158,20 @@ def test_alias_bomb_ends_fast() -> None:
 def test_deep_nesting_does_not_raise() -> None:
     doc, problems = parse("a: " + "[" * 5000 + "]" * 5000 + "\n")
     assert doc is None or problems == [] or problems[0][2] in ("yaml-syntax", "yaml-aliases")
+
+
+def test_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "pipe.yml"
+    os.mkfifo(fifo)
+    doc, problems = yamlload.load(fifo)
+    assert doc is None and [p.message for p in problems] == ["not a regular file"]
+
+
+def test_exactly_one_mib_is_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "edge.yml"
+    body = b"a: x\n"
+    path.write_bytes(body + b"#" * (yamlload.MAX_BYTES - len(body)))
+    doc, problems = yamlload.load(path)
+    assert problems == [] and doc is not None and doc.data == {"a": "x"}
