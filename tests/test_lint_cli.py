@@ -212,3 +212,18 @@ def test_unknown_template_variable(repo: Repo) -> None:
     assert r.exit_code == 1
     assert "action.message: invalid template: unknown variable 'evnt'" in r.stdout
     assert "[bad-template]" in r.stdout
+
+
+def test_pre_commit_hook_definition() -> None:
+    import re
+
+    import yaml
+
+    root = Path(__file__).resolve().parent.parent
+    hooks = yaml.safe_load((root / ".pre-commit-hooks.yaml").read_text())
+    [hook] = [h for h in hooks if h["id"] == "monitors-lint"]
+    assert hook["entry"] == "monitors lint" and hook["language"] == "python"
+    pattern = re.compile(hook["files"])
+    assert pattern.search("monitors.d/ci-red.yml") and pattern.search("system/disk.yaml")
+    assert pattern.search("monitors.d/overlays/ci-red.yml")
+    assert not pattern.search("tests/examples/valid/ci-red.yml")
