@@ -15,9 +15,22 @@ rate limits) into a temp repository, then, in one run, times:
 
 Prints medians and ratios. Goals (issue 2): 1,000 files < 0.5 s wall and at most
 1/5 of check-jsonschema; 10,000 < 3 s; peak < 200 MB. Noisy shared machines:
-read medians and ratios, not single runs.
+read medians, CPU seconds (user + sys of the child, less sensitive to other load)
+and ratios, not single runs.
+
+Bytecode: by default (``--bytecode cached``) every child runs with its compiled
+bytecode cached in a private ``PYTHONPYCACHEPREFIX`` under the temp directory,
+warmed by one untimed run, as an installed package runs (pip compiles ``.pyc``
+files at install). ``--bytecode env`` keeps the caller's environment: with
+``PYTHONDONTWRITEBYTECODE=1`` and no cache, each run compiles every module of
+this package from source (about 50 ms more per run).
+
+Also prints the start-up cost (``monitors lint`` of an empty repository) and
+which of jinja2, httpx, asyncio and jsonschema (the pure-Python engine) a lint
+of the generated files imports.
 
     .venv/bin/python bench/lint_scale.py [--sizes 1000 10000] [--repeat 5] [--peer-repeat 3]
+                                         [--bytecode cached|env] [--no-peer]
 """
 
 from __future__ import annotations
@@ -151,14 +164,45 @@ def generate(directory: Path, count: int) -> list[Path]:
     return paths
 
 
-def timed(argv: list[str], *, cwd: Path) -> tuple[float, int, int]:
-    """Run ``argv``; return (wall seconds, exit code, peak RSS bytes of that child)."""
+def timed(argv: list[str], *, cwd: Path,
+          env: dict[str, str] | None = None) -> tuple[float, int, int, float]:
+    """Run ``argv``; return (wall seconds, exit code, peak RSS bytes, CPU seconds) of
+    that child (``wait4`` rusage: user + system time)."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=env)
     _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return elapsed, proc.returncode, usage.ru_maxrss * 1024
+    return elapsed, proc.returncode, usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime
+
+
+def child_env(mode: str, tmp: Path) -> dict[str, str]:
+    """The children's environment for ``--bytecode`` ``mode`` (see the module doc)."""
+    env = dict(os.environ)
+    if mode == "cached":
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
+    return env
+
+
+def imported(argv: list[str], *, cwd: Path, env: dict[str, str]) -> list[str]:
+    """Which of the modules lint should not need a run of ``argv`` imports
+    (``python -X importtime``)."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", *argv], cwd=cwd, env=env,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                          check=False)
+    names = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()
+             if line.startswith("import time:")}
+    return [name for name in ("jinja2", "httpx", "asyncio", "jsonschema") if name in names]
+
+
+def summary(runs: list[tuple[float, int, int, float]]) -> str:
+    walls = [t for t, _, _, _ in runs]
+    cpu = statistics.median(c for *_, c in runs)
+    return (f"median {statistics.median(walls):6.3f} s, CPU {cpu:6.3f} s "
+            f"(runs {', '.join(f'{t:.3f}' for t in walls)}; exit {sorted({r[1] for r in runs})}), "
+            f"peak RSS {max(r[2] for r in runs) / 1e6:6.1f} MB")
 
 
 def engines(paths: list[Path]) -> None:
@@ -199,37 +243,45 @@ def main() -> int:
     parser.add_argument("--peer-repeat", type=int, default=3,
                         help="check-jsonschema runs per size (1 at 10,000 and above)")
     parser.add_argument("--no-peer", action="store_true", help="skip check-jsonschema")
+    parser.add_argument("--bytecode", choices=["cached", "env"], default="cached",
+                        help="cached: private warmed .pyc cache (as installed); env: as called")
     args = parser.parse_args()
 
     monitors = BIN / "monitors"
     peer = shutil.which("check-jsonschema", path=str(BIN)) or shutil.which("check-jsonschema")
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load {os.getloadavg()}, "
+          f"bytecode {args.bytecode}")
     with tempfile.TemporaryDirectory(prefix="lint-bench-") as tmp:
+        env = child_env(args.bytecode, Path(tmp))
+        empty = Path(tmp) / "repo-empty"
+        generate(empty, 0)
+        lint_empty = [str(monitors), "--root", str(empty), "lint"]
+        timed(lint_empty, cwd=empty, env=env)  # warm the bytecode cache
+        runs = [timed(lint_empty, cwd=empty, env=env) for _ in range(args.repeat)]
+        print(f"{0:>6} files  monitors lint (start-up): {summary(runs)}", flush=True)
         for size in args.sizes:
             repo = Path(tmp) / f"repo-{size}"
             paths = generate(repo, size)
             if size == args.sizes[0]:
                 engines(paths)
-            runs = [timed([str(monitors), "--root", str(repo), "lint"], cwd=repo)
-                    for _ in range(args.repeat)]
-            codes = {code for _, code, _ in runs}
-            lint_median = statistics.median(t for t, _, _ in runs)
-            peak = max(rss for _, _, rss in runs)
-            line = (f"{size:>6} files  monitors lint: median {lint_median:6.3f} s "
-                    f"(runs {', '.join(f'{t:.3f}' for t, _, _ in runs)}; exit {codes}), "
-                    f"peak RSS {peak / 1e6:6.1f} MB")
-            print(line, flush=True)
+            lint = [str(monitors), "--root", str(repo), "lint"]
+            if size == args.sizes[0]:
+                print(f"  a lint of these files imports: {imported(lint, cwd=repo, env=env)} "
+                      f"(of jinja2, httpx, asyncio, jsonschema)")
+                timed(lint, cwd=repo, env=env)  # warm the bytecode cache
+            runs = [timed(lint, cwd=repo, env=env) for _ in range(args.repeat)]
+            lint_median = statistics.median(t for t, _, _, _ in runs)
+            print(f"{size:>6} files  monitors lint: {summary(runs)}", flush=True)
             if args.no_peer or peer is None:
                 continue
             rel = [str(p.relative_to(repo)) for p in paths]
             repeat = 1 if size >= 10000 else args.peer_repeat
-            peer_runs = [timed([peer, "--schemafile", str(SCHEMA), *rel], cwd=repo)
-                         for _ in range(repeat)]
-            peer_median = statistics.median(t for t, _, _ in peer_runs)
-            print(f"{size:>6} files  check-jsonschema: median {peer_median:6.3f} s "
-                  f"(runs {', '.join(f'{t:.3f}' for t, _, _ in peer_runs)}; exit "
-                  f"{ {c for _, c, _ in peer_runs} }), peak RSS "
-                  f"{max(r for _, _, r in peer_runs) / 1e6:6.1f} MB")
+            peer_argv = [peer, "--schemafile", str(SCHEMA), *rel]
+            if size == args.sizes[0]:
+                timed(peer_argv, cwd=repo, env=env)  # the same warm bytecode cache
+            peer_runs = [timed(peer_argv, cwd=repo, env=env) for _ in range(repeat)]
+            peer_median = statistics.median(t for t, _, _, _ in peer_runs)
+            print(f"{size:>6} files  check-jsonschema: {summary(peer_runs)}")
             print(f"{size:>6} files  ratio monitors lint / check-jsonschema: "
                   f"{lint_median / peer_median:.3f} ({peer_median / lint_median:.1f}x faster)",
                   flush=True)

@@ -2,34 +2,62 @@
 
 Pure: no I/O. ``problems`` returns ``(path, message)`` pairs with paths relative
 to the monitor document (``action.prompt``), ready for ``file:line:col: path: message``.
+
+``references`` (the agent/routine/channel names and a run's command) needs no
+Jinja2, and this module imports ``templating`` (which imports Jinja2) only when
+``problems`` checks a template, so ``monitors lint`` can call ``references``
+without loading Jinja2 (it checks templates with ``config.semantic``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import ModuleType
 from typing import Any
 
-from reconciler.actions import agents, templating
+from reconciler.actions import agents
 from reconciler.actions.options import ActionsConfig
 
 
 def problems(
     action: Mapping[str, Any], config: ActionsConfig | None = None
 ) -> list[tuple[str, str]]:
-    """What is statically wrong with a (raw or normalized) ``action`` mapping.
+    """What is statically wrong with a (raw or normalized) ``action`` mapping: its
+    ``prompt``/``message`` templates (``templating.check``) and ``references``.
 
     Args:
         action: the monitor's ``action``.
         config: the parsed monitors.toml sections; None skips the name look-ups.
     """
     out: list[tuple[str, str]] = []
-    kind = action.get("type")
     for key in ("prompt", "message"):
         text = action.get(key)
         if isinstance(text, str):
+            from reconciler.actions import templating
+
             problem = templating.check(text)
             if problem:
                 out.append((f"action.{key}", problem))
+    out.extend(references(action, config))
+    return out
+
+
+def references(
+    action: Mapping[str, Any], config: ActionsConfig | None = None
+) -> list[tuple[str, str]]:
+    """The non-template checks of an ``action`` mapping: a run needs an agent or a
+    command, a command's argv template must be usable (``agents.check``), and the
+    named agent, routine or channel must be defined in ``config``.
+
+    Args:
+        action: the monitor's ``action`` (raw or normalized).
+        config: the parsed monitors.toml sections; None skips the name look-ups.
+
+    Returns:
+        ``(dotted field, message)`` pairs such as ``("action.agent", "unknown agent ...")``.
+    """
+    out: list[tuple[str, str]] = []
+    kind = action.get("type")
     if kind == "run":
         command = action.get("command")
         agent = action.get("agent")
@@ -53,3 +81,12 @@ def problems(
             known = ", ".join(sorted(config.channels))
             out.append(("action.channel", f"unknown channel {channel!r} (known: {known})"))
     return out
+
+
+def __getattr__(name: str) -> ModuleType:
+    """``checks.templating`` stays available (imported on first use)."""
+    if name == "templating":
+        from reconciler.actions import templating
+
+        return templating
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,7 +9,6 @@ needs it, no Jinja2.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +17,6 @@ import click
 from reconciler import errors
 
 if TYPE_CHECKING:
-    from reconciler.actions.options import ActionsConfig
     from reconciler.config.problems import Problem
     from reconciler.settings import Settings
 
@@ -43,47 +41,13 @@ def _settings(ctx: click.Context, paths: tuple[Path, ...]) -> Settings:
                              fleet_file=cwd / settings.FLEET_FILE, device="")
 
 
-def check_action(action: Mapping[str, Any], *, config: ActionsConfig) -> list[tuple[str, str]]:
-    """What an action refers to, checked against ``monitors.toml``: the agent, routine
-    or channel must be defined, a run needs an agent or a command, and a command's
-    argv template must be usable (``actions.agents.check``). The same rules as
-    ``actions.checks.problems`` minus templates, which ``config.semantic`` checks
-    (importing ``actions.checks`` would load Jinja2 for every lint)."""
-    out: list[tuple[str, str]] = []
-    kind = action.get("type")
-    if kind == "run":
-        from reconciler.actions import agents
-
-        command, agent = action.get("command"), action.get("agent")
-        if command:
-            problem = agents.check([str(c) for c in command])
-            if problem:
-                out.append(("action.command", problem))
-        elif not agent:
-            out.append(("action", "run needs an agent (see [agents]) or a command"))
-        elif str(agent) not in config.agents:
-            out.append(("action.agent", f"unknown agent {agent!r} (known: "
-                        f"{', '.join(sorted(config.agents))}; define [agents.{agent}] in "
-                        f"monitors.toml)"))
-    elif kind == "routine" and str(action.get("routine")) not in config.routines:
-        name = action.get("routine")
-        known = ", ".join(sorted(config.routines)) or "none defined"
-        out.append(("action.routine", f"unknown routine {name!r} (known: {known}; define "
-                    f"[routines.{name}] in monitors.toml)"))
-    elif kind == "notify" and action.get("channel") and (
-        str(action.get("channel")) not in config.channels
-    ):
-        name = action.get("channel")
-        out.append(("action.channel", f"unknown channel {name!r} (known: "
-                    f"{', '.join(sorted(config.channels))}; define [channels.{name}] in "
-                    f"monitors.toml)"))
-    return out
-
-
 def _action_check(settings: Settings) -> tuple[Any, list[Problem]]:
-    """The action check for ``lint.run``, or a ``settings`` problem when monitors.toml's
-    agents, routines or channels are invalid (then names are not checked)."""
-    from reconciler.actions import options
+    """The action check for ``lint.run`` (``actions.checks.references``: agent, routine
+    and channel names against monitors.toml, a run's command; templates are checked by
+    ``config.semantic``, without loading Jinja2 unless a template needs it), or a
+    ``settings`` problem when monitors.toml's agents, routines or channels are invalid
+    (then names are not checked)."""
+    from reconciler.actions import checks, options
     from reconciler.config import problems
 
     try:
@@ -91,7 +55,7 @@ def _action_check(settings: Settings) -> tuple[Any, list[Problem]]:
     except errors.ConfigError as e:
         path = settings.root / settings_file()
         return None, [problems.error(str(path), 1, 1, "", str(e), "settings")]
-    return functools.partial(check_action, config=config), []
+    return functools.partial(checks.references, config=config), []
 
 
 def settings_file() -> str:

@@ -34,11 +34,17 @@ _DURATIONS = {
     "rateLimit": ("per",),
 }
 _TEMPLATES = ("prompt", "message")
-# Text a template needs no Jinja2 parser for: plain text and {{ dotted.name }} only.
+# Templates that need no Jinja2 parser: plain text, {{ dotted.name }}, and flat
+# {% if dotted.name %}...{% else %}...{% endif %} blocks (no nesting, no filters, no
+# whitespace control). Anything else, and any name outside the event context, goes
+# to Jinja2 itself (which then gives the exact message).
+_DOTTED = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
+_TEXT = r"(?:[^{]|\{(?![{%#]))*(?:\{\{\s*" + _DOTTED + r"\s*\}\}(?:[^{]|\{(?![{%#]))*)*"
 _SIMPLE_TEMPLATE = re.compile(
-    r"(?:[^{]|\{(?![{%#]))*(?:\{\{\s*[A-Za-z_][\w.]*\s*\}\}(?:[^{]|\{(?![{%#]))*)*"
+    _TEXT + r"(?:\{%\s*if\s+" + _DOTTED + r"\s*%\}" + _TEXT
+    + r"(?:\{%\s*else\s*%\}" + _TEXT + r")?\{%\s*endif\s*%\}" + _TEXT + r")*"
 )
-_NAMES = re.compile(r"\{\{\s*([A-Za-z_]\w*)")
+_NAMES = re.compile(r"(?:\{\{|\{%\s*if\s)\s*([A-Za-z_]\w*)")
 _WORDS = re.compile(r"[a-z]+")
 
 
@@ -91,21 +97,29 @@ def _name(doc: Document, stem: str) -> list[Problem]:
 
 def _duration(doc: Document, path: tuple[str, str], value: Any) -> list[Problem]:
     try:
+        found = duration_error(path == ("source", "interval"), value)
+    except TypeError:  # unhashable: the schema should have refused it already
+        found = duration_error.__wrapped__(path == ("source", "interval"), value)
+    if found is None:
+        return []
+    line, col = doc.position(path)
+    return [P.error(doc.file, line, col, P.dotted(path), found[0], found[1])]
+
+
+@functools.lru_cache(maxsize=1024, typed=True)
+def duration_error(interval: bool, value: Any) -> tuple[str, str] | None:
+    """``(message, rule)`` when ``value`` is not a usable duration (``durations.parse``),
+    is not above zero, or (``interval``) lies outside 500ms..7d; else None. Cached:
+    the same few values (``30s``, ``5m``) recur across a repository's monitors."""
+    try:
         seconds = durations.parse(value)
     except ValueError as e:
-        line, col = doc.position(path)
-        return [P.error(doc.file, line, col, P.dotted(path), str(e), "bad-duration")]
-    if path == ("source", "interval") and not (
-        durations.MIN_INTERVAL <= seconds <= durations.MAX_INTERVAL
-    ):
-        line, col = doc.position(path)
-        return [P.error(doc.file, line, col, P.dotted(path),
-                        f"interval {value!r} is outside 500ms..7d", "interval-range")]
+        return str(e), "bad-duration"
+    if interval and not durations.MIN_INTERVAL <= seconds <= durations.MAX_INTERVAL:
+        return f"interval {value!r} is outside 500ms..7d", "interval-range"
     if seconds <= 0:
-        line, col = doc.position(path)
-        return [P.error(doc.file, line, col, P.dotted(path),
-                        f"{value!r} must be more than zero", "bad-duration")]
-    return []
+        return f"{value!r} must be more than zero", "bad-duration"
+    return None
 
 
 def _regex(doc: Document, path: tuple[str | int, ...], pattern: str) -> list[Problem]:
@@ -128,15 +142,16 @@ def template_error(text: str) -> str | None:
     """Return why ``text`` is not a valid template (short form ``{event}`` accepted), or None.
 
     A template must parse and name only the event context (``templates.CONTEXT_NAMES``:
-    event, observation, signature, groups, monitor, firedAt). Plain text and
-    ``{{ name }}`` / ``{{ a.b }}`` substitutions are checked without loading
-    Jinja2; anything else is parsed by a sandboxed Jinja2 environment
-    (``jinja2.sandbox.SandboxedEnvironment().parse``, ``jinja2.meta``).
+    event, observation, signature, groups, monitor, firedAt). Plain text,
+    ``{{ name }}`` / ``{{ a.b }}`` substitutions and flat ``{% if name %}`` ...
+    ``{% else %}`` ... ``{% endif %}`` blocks naming only the context are accepted
+    without loading Jinja2 (a subset Jinja2 always parses); anything else is parsed
+    by a sandboxed Jinja2 environment (``jinja2.sandbox.SandboxedEnvironment().parse``,
+    ``jinja2.meta``), which gives the message.
     """
     expanded = templates.expand_short_form(text)
-    if _SIMPLE_TEMPLATE.fullmatch(expanded):
-        names = set(_NAMES.findall(expanded))
-    else:
+    names = set(_NAMES.findall(expanded)) if _SIMPLE_TEMPLATE.fullmatch(expanded) else None
+    if names is None or not names <= templates.CONTEXT_NAMES:
         from jinja2 import TemplateSyntaxError, meta
 
         try:

@@ -10,7 +10,6 @@ the schema, and octal and base-60 numbers everywhere. Pure: no I/O.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -40,7 +39,10 @@ def type_name(value: Any) -> str:
 
 
 def suggest(word: str, options: Sequence[str]) -> str:
-    """`` (did you mean 'source'?)`` for a near miss among ``options``, else ``""``."""
+    """`` (did you mean 'source'?)`` for a near miss among ``options``, else ``""``
+    (``difflib.get_close_matches``, cutoff 0.6; imported only when there is a miss)."""
+    import difflib
+
     close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
 

@@ -59,14 +59,18 @@ _IMPLICIT_FIRST = frozenset(k for k in Resolver.yaml_implicit_resolvers if k)
 _RESOLVED: dict[str, str] = {}  # plain scalar text -> implicit tag (it depends on the text only)
 
 
-class _Loader(CParser, Resolver):
-    """PyYAML's C parser and composer with the standard YAML 1.1 resolver, plus a fast
-    path: a plain scalar whose first character starts no implicit type is a string
-    (the same answer ``Resolver.resolve`` gives, without its regex loop)."""
+_SCALAR_NODE, _SEQUENCE_NODE, _MAPPING_NODE = yaml.ScalarNode, yaml.SequenceNode, yaml.MappingNode
+_IMPLICIT: dict[str, list[tuple[str, Any]]] = {
+    k: list(v) for k, v in Resolver.yaml_implicit_resolvers.items() if k is not None}
 
-    def __init__(self, stream: str) -> None:
-        CParser.__init__(self, stream)
-        Resolver.__init__(self)
+
+class _Loader(CParser):
+    """PyYAML's C parser and composer with the standard YAML 1.1 implicit resolvers
+    (``yaml.resolver.Resolver.yaml_implicit_resolvers``; no path resolvers), resolved
+    here without ``Resolver``'s per-call overhead: a plain scalar whose first character
+    starts no implicit type is a string, other plain scalars are matched once per text
+    (cached), collections take the default map/seq tags. Same answers as
+    ``Resolver.resolve``."""
 
     def descend_resolver(self, current_node: Any, current_index: Any) -> None:
         """No path resolvers are registered: nothing to track (saves a call per node)."""
@@ -75,15 +79,19 @@ class _Loader(CParser, Resolver):
         """See ``descend_resolver``."""
 
     def resolve(self, kind: type[yaml.Node], value: Any, implicit: tuple[bool, bool]) -> str:
-        if kind is yaml.ScalarNode:
-            if not implicit[0] or (value and value[0] not in _IMPLICIT_FIRST):
-                return _STR
-            cached = _RESOLVED.get(value)
-            if cached is not None:
-                return cached
-        tag: str = Resolver.resolve(self, kind, value, implicit)  # type: ignore[no-untyped-call]
-        if kind is yaml.ScalarNode and len(value) <= 32 and len(_RESOLVED) < 4096:
-            _RESOLVED[value] = tag
+        if kind is not _SCALAR_NODE:
+            return _MAP if kind is _MAPPING_NODE else _SEQ
+        if not implicit[0] or (value and value[0] not in _IMPLICIT_FIRST):
+            return _STR
+        tag = _RESOLVED.get(value)
+        if tag is None:
+            tag = _STR
+            for candidate, regexp in _IMPLICIT.get(value[:1], ()):
+                if regexp.match(value):
+                    tag = candidate
+                    break
+            if len(value) <= 32 and len(_RESOLVED) < 4096:
+                _RESOLVED[value] = tag
         return tag
 
 
@@ -207,21 +215,32 @@ class _Builder:
         if self.count > MAX_NODES:
             raise _Limit(f"more than {MAX_NODES} values after expanding aliases "
                          f"(an alias bomb?)", "yaml-aliases", path)
-        if isinstance(node, yaml.ScalarNode):
-            return self.scalar(node, path)
+        cls = node.__class__
+        if cls is _SCALAR_NODE:
+            return self.scalar(node, path)  # type: ignore[arg-type]
         ident = id(node)
         if ident in self.active:
             raise _Limit("recursive alias: a node contains itself", "yaml-aliases", path)
         self.active.add(ident)
         try:
-            if isinstance(node, yaml.SequenceNode):
-                if node.tag != _SEQ:
-                    self.bad_tag(node, path)
-                return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
-            if isinstance(node, yaml.MappingNode):
+            if cls is _MAPPING_NODE:
                 if node.tag != _MAP:
                     self.bad_tag(node, path)
-                return self.mapping(node, path)
+                return self.mapping(node, path)  # type: ignore[arg-type]
+            if cls is _SEQUENCE_NODE:
+                if node.tag != _SEQ:
+                    self.bad_tag(node, path)
+                out: list[Any] = []
+                append = out.append
+                for i, item in enumerate(node.value):
+                    if (item.__class__ is _SCALAR_NODE and item.tag == _STR
+                            and (item.style or item.value not in _YN)
+                            and self.count < MAX_NODES):
+                        self.count += 1  # the common case, inlined: a plain string item
+                        append(item.value)
+                    else:
+                        append(self.build(item, (*path, i)))
+                return out
         finally:
             self.active.discard(ident)
         return None  # pragma: no cover - composer yields only the three node kinds
@@ -231,11 +250,14 @@ class _Builder:
         seen: dict[str, yaml.Node] = {}
         merged: list[yaml.Node] = []
         for key_node, value_node in node.value:
+            if key_node.__class__ is not _SCALAR_NODE:
+                if key_node.tag == _MERGE:  # pragma: no cover - a merge key is a scalar
+                    merged.append(value_node)
+                else:
+                    self.add(key_node, path, "a mapping key must be plain text", "yaml-syntax")
+                continue
             if key_node.tag == _MERGE:
                 merged.append(value_node)
-                continue
-            if not isinstance(key_node, yaml.ScalarNode):
-                self.add(key_node, path, "a mapping key must be plain text", "yaml-syntax")
                 continue
             key = key_node.value
             if key in seen:
@@ -244,7 +266,7 @@ class _Builder:
                          f"duplicate key {key!r} (first at line {first.line + 1}); "
                          f"YAML would silently keep this one", "duplicate-key")
             seen[key] = key_node
-            if (value_node.__class__ is yaml.ScalarNode and value_node.tag == _STR
+            if (value_node.__class__ is _SCALAR_NODE and value_node.tag == _STR
                     and (value_node.style or value_node.value not in _YN)
                     and self.count < MAX_NODES):
                 self.count += 1  # the common case, inlined: a plain string value
@@ -316,16 +338,21 @@ def read(path: Path, *, file: str) -> tuple[bytes | None, list[Problem]]:
     except OSError as e:
         return None, [P.error(file, 1, 1, "", f"cannot read: {e.strerror or e}", "unreadable")]
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             return None, [P.error(file, 1, 1, "", "not a regular file", "unreadable")]
         chunks: list[bytes] = []
         size = 0
+        # Ask for the size fstat gave (plus one byte, to see a file that grew) rather
+        # than MAX_BYTES: os.read allocates the buffer it is asked for.
+        want = min(info.st_size, MAX_BYTES) + 1
         while size <= MAX_BYTES:
-            chunk = os.read(fd, MAX_BYTES + 1 - size)
+            chunk = os.read(fd, min(want, MAX_BYTES + 1 - size))
             if not chunk:
                 break
             chunks.append(chunk)
             size += len(chunk)
+            want = 64 * 1024
     except OSError as e:
         return None, [P.error(file, 1, 1, "", f"cannot read: {e.strerror or e}", "unreadable")]
     finally:

@@ -6,14 +6,15 @@ Promises:
 
 * **One scheduler, spread out.** Polled monitors sit in one heap
   (``scheduler.Scheduler``). A monitor polls right after ``start`` and then every
-  interval; when many start together each first poll is offset by a
-  deterministic fraction (a hash of the name) of a window that grows with the
-  number of first polls still pending (``FIRST_POLL_RATE`` per second), so a
-  restart with 1,000 monitors does not poll them all in the same second.
+  interval. Monitors started in the same loop iteration (a daemon restart, a large
+  apply) have their first polls offset by a deterministic fraction (a CRC-32 of the
+  name) of a window sized for ``FIRST_POLL_RATE`` first polls per second, capped at
+  the interval: one new monitor polls at once, a thousand spread over five seconds.
 * **Never two polls of one monitor at once.** A tick that comes while the previous
   poll still runs is skipped and counted (``skipped``); a slow or failing source
-  delays only its own monitor. HTTP polls in flight are capped by the source
-  context; ``command`` sources are streams, one task each.
+  delays only its own monitor. Every source enforces its own ``timeout``. HTTP
+  polls in flight are capped by the source context; ``command`` sources are
+  streams, one task each.
 * **Persist before dispatch.** On a fire, the ``pending`` fire record (carrying
   the new condition state) is written durably first, then ``state.json``; only
   then is the dispatcher called. The fire record is the commit point: after a
@@ -433,9 +434,8 @@ class Engine:
     def _on_due(self, name: MonitorName, due: float) -> None:
         """Scheduler callback: start a poll unless one is running; schedule the next."""
         entry = self._entries.get(name)
-        if entry is None or entry.parked is not None or self._closed:
+        if entry is None or entry.parked is not None or self._closed or self._scheduler is None:
             return
-        assert self._scheduler is not None
         loop = asyncio.get_running_loop()
         now = loop.time()
         interval = float(entry.monitor.source["interval"])

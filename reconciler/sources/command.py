@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncGenerator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from reconciler import errors
 from reconciler.model import Monitor, Observation
@@ -69,15 +69,14 @@ async def stream(monitor: Monitor, ctx: SourceContext) -> AsyncGenerator[StreamI
         else:
             stderr = process.Tail(process.STDERR_TAIL)
             drain = asyncio.ensure_future(_drain(child.proc.stderr, stderr))
-            stdout = child.proc.stdout
-            assert stdout is not None  # piped by process.spawn
+            stdout = child.proc.stdout or asyncio.StreamReader()  # always piped by spawn
             try:
                 yield Started(child.pid)
                 while True:
                     read = asyncio.ensure_future(_read_line(stdout, limit))
                     if not child.exited.done():
-                        await asyncio.wait([read, child.exited],
-                                           return_when=asyncio.FIRST_COMPLETED)
+                        either: list[asyncio.Future[Any]] = [read, child.exited]
+                        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
                     if not read.done():
                         # Exited: drain briefly, never wait on a grandchild holding stdout.
                         await asyncio.wait([read], timeout=process.DRAIN_GRACE)

@@ -118,7 +118,10 @@ class Store:
             raise errors.StateError(f"{self.root}: the state store is open read-only")
         if self._root_ready:
             return
-        (self.root / MONITORS_DIR).mkdir(parents=True, exist_ok=True)
+        base = self.root / MONITORS_DIR
+        if not base.is_dir():
+            base.mkdir(parents=True, exist_ok=True)
+            atomic.fsync_dir(self.root)
         readme = self.root / README_FILE
         if not readme.exists():
             atomic.write_bytes(readme, README_TEXT.encode(), durable=False)
@@ -388,7 +391,7 @@ class Store:
             return []
         return sorted(ids, reverse=True)
 
-    def fires(self, name: str, *, limit: int | None = None) -> list[dict[str, Any]]:
+    def fires(self, name: str, limit: int | None = None) -> list[dict[str, Any]]:
         """The monitor's fire records, newest first (at most ``limit``)."""
         out: list[dict[str, Any]] = []
         for event_id in self.fire_ids(name):

@@ -407,3 +407,43 @@ def test_command_stream_evaluated_and_killed_on_stop(tmp_path: Path) -> None:
     while pid.alive(int(pidfile.read_text())) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not pid.alive(int(pidfile.read_text()))
+
+
+def test_http_polls_in_flight_are_capped(tmp_path: Path) -> None:
+    import http.server
+    import threading
+
+    from tests.engine.helpers import http_server, reply
+
+    lock = threading.Lock()
+    state = {"now": 0, "max": 0, "total": 0}
+
+    def slow(h: http.server.BaseHTTPRequestHandler) -> None:
+        with lock:
+            state["now"] += 1
+            state["total"] += 1
+            state["max"] = max(state["max"], state["now"])
+        time.sleep(0.2)
+        with lock:
+            state["now"] -= 1
+        reply(h, 200, b"ok")
+
+    store = store_mod.Store(tmp_path / "state")
+    rec = Recorder()
+
+    async def go() -> None:
+        ctx = sources.SourceContext.create(store=store, http_in_flight=2)
+        engine = evaluator.Engine(store, rec, ctx=ctx, flush_interval=0)
+        try:
+            for i in range(6):
+                await engine.start(monitor({"type": "poll-http", "url": base + "/slow",
+                                            "interval": "1s"}, name=f"h{i}"))
+            done = await engine.wait_first_poll([f"h{i}" for i in range(6)], 10)
+            assert all(v is not None and v.ok for v in done.values())
+        finally:
+            await engine.close()
+            await ctx.aclose()
+
+    with http_server({"/slow": slow}) as base:
+        asyncio.run(go())
+    assert state["total"] >= 6 and state["max"] == 2
