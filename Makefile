@@ -36,6 +36,8 @@ check: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/lint_scale.py
+	$(BIN)/python bench/engine_scale.py
+	$(BIN)/python bench/reconcile_latency.py
 
 clean:
 	rm -rf $(VENV) .history
