@@ -24,8 +24,6 @@ import contextlib
 import datetime as dt
 import enum
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from functools import cache
 from importlib import resources
@@ -37,6 +35,7 @@ import yaml
 from reconciler import errors
 from reconciler.model import Pause
 from reconciler.settings import Settings
+from reconciler.state import atomic
 
 API_VERSION = "monitors/v1"
 HEADER_COMMAND_MAX = 300
@@ -166,29 +165,14 @@ def overlay_yaml(doc: Mapping[str, Any], *, command: str) -> str:
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` atomically: temp file, fsync, rename, fsync dir.
+    """Write ``text`` (UTF-8) to ``path`` atomically and durably (``state.atomic``).
 
     Raises:
         errors.ConfigError: the directory cannot be created or written.
     """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        atomic.write_bytes(path, text.encode("utf-8"), durable=True)
     except OSError as e:
         raise errors.ConfigError(f"{path}: cannot write: {e.strerror or e}") from e
 

@@ -49,6 +49,7 @@ def write_bytes(path: Path, data: bytes, *, durable: bool, sole_writer: bool = F
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
     else:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.fchmod(fd, 0o644)  # mkstemp makes 0600; files here are ordinary readable files
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

@@ -106,3 +106,27 @@ def test_lint_with_conditional_templates_and_references_loads_no_jinja2(repo: Re
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert p.stdout.strip().splitlines()[-1] == "0 []", p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("text", [
+    "", "~", "null", "Null", "true", "yes", "No", "on", "OFF", "y", "n", "0", "0777", "0x1F",
+    "0b101", "-12", "+1_000", "1:30", "1:30:00", "1.5", "-.inf", ".NaN", "6.02e+23", "1e5",
+    "2026-01-01", "2026-01-01T10:00:00Z", "<<", "=", "!x", "&a", "*a", "plain", "42abc",
+    "-", "- x", ".", "0.", "._", "Yes-please", "nothing", "off-peak", "12:30pm",
+])
+def test_scalar_resolution_matches_pyyaml(text: str) -> None:
+    import yaml
+    from yaml.resolver import Resolver
+
+    from reconciler.config import yamlload
+
+    loader = yamlload._Loader("")
+    try:
+        for implicit in ((True, False), (False, True)):
+            assert loader.resolve(yaml.ScalarNode, text, implicit) == Resolver().resolve(
+                yaml.ScalarNode, text, implicit)  # type: ignore[no-untyped-call]
+        for kind in (yaml.MappingNode, yaml.SequenceNode):
+            assert loader.resolve(kind, None, (True, False)) == Resolver().resolve(
+                kind, None, (True, False))  # type: ignore[no-untyped-call]
+    finally:
+        loader.dispose()
