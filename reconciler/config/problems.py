@@ -48,6 +48,8 @@ RULES: dict[str, str] = {
     "shadowed-redundant": "a user monitor repeats the built-in it shadows (delete it)",
     "shadowed-diverged": "a user monitor shadows a built-in and differs from it",
     "coverage": "a match regex names only a success token: silence is not success",
+    "system-modified": "a file in the pull-only system/ layer differs from what `monitors "
+                       "system pull` recorded (move the change to monitors.d/ or an overlay)",
 }
 
 
