@@ -7,6 +7,7 @@ command-line option > environment variable > ``monitors.toml`` > default.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import tomllib
 from collections.abc import Mapping
@@ -22,6 +23,17 @@ SYSTEM_DIR = "system"
 OVERLAYS_DIR = "overlays"
 STATE_DIR = ".history"
 FLEET_FILE = "fleet.yaml"
+DEVICE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$"
+"""A device name: the ``devices[].name`` pattern of ``schemas/fleet.schema.json``."""
+_DEVICE_RE = re.compile(DEVICE_PATTERN)
+
+
+def device_problem(name: str) -> str | None:
+    """Why ``name`` is not a valid device name (``DEVICE_PATTERN``), or None when it is."""
+    if _DEVICE_RE.fullmatch(name):
+        return None
+    return (f"{name!r} is not a valid device name: letters, digits, '.', '_' and '-', "
+            "starting with a letter or digit, at most 63 characters")
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +101,8 @@ def load(
     state_dir: Path | None = None,
     device: str | None = None,
     cwd: Path | None = None,
+    root_source: str = "--root",
+    device_source: str = "--device",
 ) -> Settings:
     """Resolve settings for this invocation.
 
@@ -96,10 +110,15 @@ def load(
         root: explicit repository root (``--root`` / ``MONITORS_ROOT``); else discovered
             from ``cwd`` (default: the working directory).
         state_dir: explicit state directory (``--state-dir`` / ``MONITORS_STATE_DIR``).
-        device: explicit device name (``--device`` / ``MONITORS_DEVICE``).
+        device: explicit device name (``--device`` / ``MONITORS_DEVICE``); None or
+            ``""`` falls back to ``monitors.toml``'s ``device``, then the host name.
+        root_source, device_source: where ``root`` and ``device`` came from
+            (``--root`` or ``MONITORS_ROOT``...), named in errors.
 
     Raises:
-        errors.ConfigError: no repository root found, or ``monitors.toml`` is invalid.
+        errors.ConfigError: no repository root found, the root is not a directory
+            (naming its source and path), ``monitors.toml`` is invalid, or an explicit
+            or configured device name does not match ``DEVICE_PATTERN``.
     """
     if root is None:
         found = find_root(cwd or Path.cwd())
@@ -109,9 +128,11 @@ def load(
                 "directory or any parent (use --root or MONITORS_ROOT)"
             )
         root = found
+    given = root
     root = root.resolve()
     if not root.is_dir():
-        raise errors.ConfigError(f"{root}: --root is not a directory")
+        what = "not a directory" if root.exists() else "no such directory"
+        raise errors.ConfigError(f"{given} (from {root_source}): {what}")
     toml = read_toml(root / SETTINGS_FILE)
     layers = toml.get("layers", {}) if isinstance(toml.get("layers"), dict) else {}
     user_dir = root / str(layers.get("user", USER_DIR))
@@ -120,8 +141,16 @@ def load(
     if state_dir is None:
         configured = toml.get("stateDir")
         state_dir = root / str(configured) if configured else root / STATE_DIR
-    if not device:
-        device = str(toml.get("device") or "") or socket.gethostname().split(".")[0] or "localhost"
+    if device:
+        problem = device_problem(device)
+        if problem:
+            raise errors.ConfigError(f"{device_source}: {problem}")
+    else:
+        configured_device = str(toml.get("device") or "")
+        problem = device_problem(configured_device) if configured_device else None
+        if problem:
+            raise errors.ConfigError(f"{root / SETTINGS_FILE}: device: {problem}")
+        device = configured_device or socket.gethostname().split(".")[0] or "localhost"
     fleet = toml.get("fleet", {}) if isinstance(toml.get("fleet"), dict) else {}
     fleet_file = root / str(fleet.get("file", FLEET_FILE))
     return Settings(

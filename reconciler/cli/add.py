@@ -1,8 +1,10 @@
 """``monitors add NAME``: write ``monitors.d/NAME.yml`` from flags.
 
 One source flag, at most one condition, one action, optional placement and rate
-limit. The file is written canonically with the schema modeline, then linted
-(warnings such as the coverage lint are printed; an error removes the new file).
+limit. The file is written canonically with the schema modeline, then checked
+as ``monitors lint`` checks it, agent/routine/channel names against
+``monitors.toml`` included (warnings such as the coverage lint are printed; an
+error removes the new file and exits 1).
 Refuses a taken name and a behaviour (fingerprint) that already exists in either
 layer, naming it, unless ``--force`` (then ``allowDuplicate: true`` is written);
 refuses a dead pid for ``--watch-pid`` unless ``--force``.
@@ -10,6 +12,8 @@ refuses a dead pid for ``--watch-pid`` unless ``--force``.
 
 from __future__ import annotations
 
+import contextlib
+from pathlib import Path
 from typing import Any
 
 import click
@@ -19,6 +23,7 @@ from reconciler import fleet as fleet_mod
 from reconciler.cli.overlay_cmds import load, run_apply, settings_of, shown
 from reconciler.config import authoring, normalize, writer
 from reconciler.planning import placement
+from reconciler.settings import Settings
 
 
 def _command_words(params: dict[str, Any]) -> list[str]:
@@ -46,6 +51,33 @@ def _command_words(params: dict[str, Any]) -> list[str]:
         if params.get(key):
             words.append(flag)
     return words
+
+
+def _lint_or_undo(settings: Settings, path: Path, created_dirs: list[Path], *,
+                  name: str) -> None:
+    """Run on the new file the checks ``monitors lint`` runs (schema, semantics and the
+    agent/routine/channel names against monitors.toml, through ``cli.lint``'s own
+    action check); print every problem as ``file:line:col: ...``. On an error,
+    delete the file and the folders created for it, then raise.
+
+    Raises:
+        errors.ConfigError: the file has lint errors (it is removed first).
+    """
+    from reconciler.cli import lint as lint_cmd
+    from reconciler.config import lint
+    from reconciler.config import problems as problems_mod
+
+    check, problems = lint_cmd._action_check(settings)
+    report = lint.run(settings, [path], action_check=check)
+    found = sorted(report.problems + problems)
+    for problem in found:
+        click.echo(problem.format(), err=True)
+    if problems_mod.counts(found)[0]:
+        path.unlink(missing_ok=True)
+        for folder in created_dirs:  # deepest first; only folders this add created
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise errors.ConfigError(f"add: {name} does not pass lint (see above); nothing written")
 
 
 @click.command("add")
@@ -124,17 +156,11 @@ def command(ctx: click.Context, /, **params: Any) -> int:
     if dupes:
         doc["allowDuplicate"] = True
     path = settings.user_dir / f"{req.name}.yml"
-    text = writer.monitor_yaml(doc, command=authoring.command_line(_command_words(params)))
+    text = writer.monitor_yaml(doc, root=settings.root, target=path,
+                               command=authoring.command_line(_command_words(params)))
+    created_dirs = [d for d in (path.parent, *path.parent.parents) if not d.exists()]
     writer.atomic_write(path, text)
-
-    from reconciler.config import lint
-
-    report = lint.run(settings, [path])
-    for problem in report.problems:
-        click.echo(problem.format(), err=True)
-    if report.errors:
-        path.unlink(missing_ok=True)
-        raise errors.ConfigError(f"add: {req.name} does not pass lint (see above); nothing written")
+    _lint_or_undo(settings, path, created_dirs, name=req.name)
 
     fleet = fleet_mod.load(settings.fleet_file)
     written = normalize.monitor(doc, name=req.name)

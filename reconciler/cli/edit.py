@@ -3,8 +3,9 @@
 Editing a built-in offers to create a shadowing user copy first (``--yes``
 accepts without asking) and warns that the copy no longer receives upstream
 fixes; a copy left unchanged is removed again. ``system/`` is never edited.
-The editor command (``$VISUAL``, else ``$EDITOR``, else ``vi``) is split with
-``shlex`` and run without a shell.
+The editor command (``$VISUAL``, else ``$EDITOR``, else ``vi`` when stdin is a
+terminal; with neither, it fails at once rather than start a ``vi`` that would
+wait forever) is split with ``shlex`` and run without a shell.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
+import sys
 
 import click
 
@@ -20,13 +22,27 @@ from reconciler.cli.overlay_cmds import load, settings_of, shown
 from reconciler.config import authoring
 
 
-def editor_argv() -> list[str]:
-    """The editor command as argv: ``$VISUAL``, ``$EDITOR``, else ``vi``.
+def editor_argv(*, interactive: bool | None = None) -> list[str]:
+    """The editor command as argv: ``$VISUAL``, ``$EDITOR``, else ``vi`` on a terminal.
+
+    Args:
+        interactive: whether stdin is a terminal (default: ``sys.stdin.isatty()``).
+            Without one, ``vi`` would wait for keys that never come, so an unset
+            editor is an error instead.
 
     Raises:
-        errors.UsageError: the variable does not split (unbalanced quotes).
+        errors.UsageError: no editor set and no terminal, or the variable does not
+            split (unbalanced quotes).
     """
-    raw = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    raw = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+    if not raw:
+        if interactive is None:
+            interactive = _stdin_is_terminal()
+        if not interactive:
+            raise errors.UsageError("edit: no $EDITOR or $VISUAL set and stdin is not a "
+                                    "terminal (vi would wait forever): set $EDITOR, e.g. "
+                                    "EDITOR=nano monitors edit NAME")
+        raw = "vi"
     try:
         argv = shlex.split(raw)
     except ValueError as e:
@@ -34,6 +50,13 @@ def editor_argv() -> list[str]:
     if not argv:
         raise errors.UsageError("$EDITOR is empty")
     return argv
+
+
+def _stdin_is_terminal() -> bool:
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (AttributeError, ValueError):  # replaced or closed stdin
+        return False
 
 
 @click.command("edit")
@@ -44,6 +67,7 @@ def editor_argv() -> list[str]:
 def command(ctx: click.Context, name: str, yes: bool) -> int:
     """Open monitors.d/NAME.yml in $EDITOR, then lint it (exit 1 on errors)."""
     authoring.check_name(name)
+    editor = editor_argv()  # before anything is created: fail at once without one
     settings = settings_of(ctx)
     found = authoring.find(settings, name, loaded=load(settings))
     created = False
@@ -70,7 +94,7 @@ def command(ctx: click.Context, name: str, yes: bool) -> int:
         raise errors.NotFoundError(f"no monitor named {name!r}; create one with `monitors add "
                                    f"{name} ...`")
     before = target.read_bytes()
-    argv = [*editor_argv(), str(target)]
+    argv = [*editor, str(target)]
     try:
         rc = subprocess.run(argv, check=False).returncode
     except OSError as e:

@@ -141,42 +141,65 @@ _json_opt = click.option("--json", "as_json", is_flag=True, help="Machine-readab
 @click.command("pause")
 @_name_arg
 @_label_opt
-@click.option("--until", metavar="2h|ISO-TIME",
-              help="Expiry: a duration from now (2h, 1d) or an ISO time (stored as UTC).")
-@click.option("--reason", default="", help="Why (recorded in the overlay).")
+@click.option("--until", metavar="2h|ISO-TIME|never",
+              help="Expiry: a duration from now (2h, 1d) or an ISO time (stored as UTC); "
+              "'never' clears the expiry of an existing pause. Omitted: an existing "
+              "pause keeps its expiry.")
+@click.option("--reason", default=None,
+              help="Why (recorded in the overlay). Omitted: an existing pause keeps its "
+              "reason; --reason '' clears it.")
 @_commit_opt
 @_apply_opt
 @_json_opt
 @click.pass_context
 def pause(ctx: click.Context, name: str | None, labels: tuple[str, ...], until: str | None,
-          reason: str, commit: bool, apply: bool, as_json: bool) -> int:
+          reason: str | None, commit: bool, apply: bool, as_json: bool) -> int:
     """Pause NAME (or every monitor matching -l KEY=VALUE) with a generated overlay.
 
     Writes monitors.d/overlays/NAME.yml; the monitor file (and system/) is never
     edited, so a paused built-in keeps receiving upstream fixes. The pause records
     its reason, its author (git config) and when it was made.
+
+    Pausing again keeps the existing --until and --reason unless given again
+    (a temporary pause never silently becomes permanent); `--until never` makes
+    it last until `monitors resume`.
     """
     settings = settings_of(ctx)
     loaded = load(settings)
     names = authoring.targets(settings, name=name, labels=labels, loaded=loaded)
-    expiry = writer.parse_until(until) if until else None
+    expiry = authoring.until_arg(until)
     words = ["pause", *_words(name, labels)]
-    if until:
+    if until is not None:
         words += ["--until", until]
-    if reason:
+    if reason is not None:
         words += ["--reason", reason]
-    paths = authoring.pause(settings, names, reason=reason, until=expiry,
-                            author=gitrepo.author(settings),
-                            command=authoring.command_line(words))
-    tail = (f" until {expiry}" if expiry else "") + (f" ({reason})" if reason else "")
-    lines = [f"paused {n}{tail}: {shown(settings, p)}" for n, p in zip(names, paths, strict=True)]
+    done = authoring.pause(settings, names, reason=reason, until=expiry,
+                           author=gitrepo.author(settings),
+                           command=authoring.command_line(words))
+    lines = []
+    for d in done:
+        tail = (f" until {d.pause.until}" if d.pause.until else "") + (
+            f" ({d.pause.reason})" if d.pause.reason else "")
+        lines.append(f"paused {d.name}{tail}: {shown(settings, d.path)}")
+        if d.kept:
+            what = ((f" until {d.pause.until}" if "until" in d.kept else "")
+                    + (f" ({d.pause.reason})" if "reason" in d.kept else ""))
+            hint = " (--until never clears the expiry)" if "until" in d.kept else ""
+            lines.append(f"{d.name}: already paused{what}; kept{hint}")
+        if "until" in d.cleared:
+            lines.append(f"{d.name}: expiry cleared: paused until `monitors resume {d.name}`")
+        if d.expired:
+            lines.append(f"{d.name}: the previous pause expired at {d.expired}; "
+                         "replaced by this one")
     if labels:
         lines.append(f"paused {len(names)} monitor{'s' if len(names) != 1 else ''} matching "
                      f"{', '.join(labels)}: {', '.join(names)}")
-    _emit(as_json, [{"monitor": n, "overlay": str(p), "paused": True, "until": expiry}
-                    for n, p in zip(names, paths, strict=True)], lines)
+    _emit(as_json, [{"monitor": d.name, "overlay": str(d.path), "paused": True,
+                     "until": d.pause.until, "reason": d.pause.reason, "kept": list(d.kept),
+                     "cleared": list(d.cleared)} for d in done], lines)
     message = f"monitors: pause {_subject(names, labels)}" + (f": {reason}" if reason else "")
-    return finish(ctx, settings, paths, message=message, commit=commit, apply=apply)
+    return finish(ctx, settings, [d.path for d in done], message=message, commit=commit,
+                  apply=apply)
 
 
 # -- resume ------------------------------------------------------------------------------------

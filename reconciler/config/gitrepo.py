@@ -141,9 +141,36 @@ def _git() -> Any:
 
 
 def _last_line(e: Exception) -> str:
+    """The one meaningful line of a git failure: git's first ``fatal:`` (else
+    ``error:``) line without its prefix, else the last line of its stderr.
+
+    GitPython wraps stderr as ``\n  stderr: '...'``; git follows its ``fatal:``
+    line with advice ("Please make sure you have the correct access rights / and
+    the repository exists."), whose last line alone means nothing.
+    """
     text = str(getattr(e, "stderr", "") or e).strip()
-    lines = [ln.strip().strip("'").strip() for ln in text.splitlines() if ln.strip()]
-    return lines[-1] if lines else type(e).__name__
+    text = text.removeprefix("stderr:").strip()
+    if text.startswith("'") and text.endswith("'"):
+        text = text[1:-1]
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for prefix in ("fatal:", "error:"):
+        for ln in lines:
+            if ln.startswith(prefix):
+                return ln.removeprefix(prefix).strip()
+    return lines[-1].strip("'").strip() if lines else type(e).__name__
+
+
+def _missing_local_path(url: str) -> str | None:
+    """The local path ``url`` names (a path or ``file://`` URL) when it does not exist."""
+    if url.startswith("file://"):
+        from urllib.parse import unquote, urlparse
+
+        path = unquote(urlparse(url).path)
+    elif "://" in url or (":" in url.split("/", 1)[0] and not url.startswith("/")):
+        return None  # a remote URL or scp-like host:path
+    else:
+        path = url
+    return None if os.path.lexists(os.path.expanduser(path)) else path
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -338,7 +365,13 @@ def fetch(settings: Settings, up: Upstream) -> Any:
     try:
         repo.git.fetch("--prune", "--no-write-fetch-head", up.url, *specs)
     except git.GitCommandError as e:
-        raise GitError(f"system pull: cannot fetch {up.url}: {_last_line(e)}") from e
+        missing = _missing_local_path(up.url)
+        if missing is None:
+            why = _last_line(e)
+        else:
+            why = ("no such file or directory" if missing == up.url
+                   else f"{missing}: no such file or directory")
+        raise GitError(f"system pull: cannot fetch {up.url}: {why}") from e
     return repo
 
 
