@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reconciler import durations, errors
+from reconciler import settings as settings_mod
 from reconciler.config import normalize, schemas, writer
 from reconciler.model import Monitor, MonitorName, Pause, Scope
 from reconciler.settings import Settings
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from reconciler.config.loader import LoadResult
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
-DEVICE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+DEVICE_RE = re.compile(settings_mod.DEVICE_PATTERN)
 SUFFIXES = (".yml", ".yaml")
 WEBHOOK_PROVIDERS = ("github", "linear")
 

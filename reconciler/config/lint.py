@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from reconciler.config import loader
+from reconciler.config import loader, repochecks
 from reconciler.config import problems as P
 from reconciler.config.problems import Problem
 from reconciler.settings import Settings
@@ -88,7 +88,9 @@ def _run(settings: Settings, paths: Sequence[Path] | None, *, now: datetime | No
          action_check: loader.ActionCheck | None) -> LintReport:
     if not paths:
         result = loader.load(settings, now=now, jobs=None, action_check=action_check)
-        return LintReport(result.problems, result.files)
+        extra = [*repochecks.ignored_entries(settings), *repochecks.system_modified(settings),
+                 *repochecks.unknown_devices(settings, result.monitors)]
+        return LintReport(sorted([*result.problems, *extra]), result.files)
     missing = [p for p in paths if not os.path.lexists(p)]
     present = [p for p in paths if os.path.lexists(p)]
     wanted = {f for f, _ in loader.collect(settings, present)}

@@ -48,6 +48,11 @@ RULES: dict[str, str] = {
     "shadowed-redundant": "a user monitor repeats the built-in it shadows (delete it)",
     "shadowed-diverged": "a user monitor shadows a built-in and differs from it",
     "coverage": "a match regex names only a success token: silence is not success",
+    "ignored-path": "a layer holds a sub-directory, a dangling symlink or a non-file named "
+                    "*.yml: the loader never reads it",
+    "unknown-device": "a device source or owner pin names a device the fleet file lacks",
+    "bad-url": "a url does not parse (bad port, bad IPv6 literal, no host)",
+    "not-evaluated": "a push source (ws, webhook): validated, but not evaluated yet",
     "system-modified": "a file in the pull-only system/ layer differs from what `monitors "
                        "system pull` recorded (move the change to monitors.d/ or an overlay)",
 }

@@ -75,7 +75,45 @@ def check(doc: Document, *, stem: str) -> list[Problem]:
         for key in _TEMPLATES:
             if isinstance(action.get(key), str):
                 out.extend(_template(doc, ("action", key), action[key]))
+    for section in ("source", "action"):
+        mapping = data.get(section)
+        if isinstance(mapping, dict) and isinstance(mapping.get("url"), str):
+            out.extend(_url(doc, (section, "url"), mapping["url"]))
+    source = data.get("source")
+    if isinstance(source, dict) and source.get("type") in ("ws", "webhook"):
+        line, col = doc.position(("source", "type"))
+        out.append(P.warning(doc.file, line, col, "source.type",
+                             f"{source['type']} is a push source: validated, but the daemon "
+                             f"does not evaluate push sources yet (it will skip this monitor)",
+                             "not-evaluated"))
     return out
+
+
+def url_error(text: str) -> str | None:
+    """Why ``text`` is not a usable URL (bad port, bad IPv6 literal, no host), or None.
+
+    Parsed with ``urllib.parse`` (RFC 3986 syntax); the scheme is the schema's job.
+    """
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(text)
+        port = parts.port  # raises ValueError outside 0..65535
+    except ValueError as e:
+        return f"{text!r} is not a valid URL: {e}"
+    if not parts.hostname:
+        return f"{text!r} has no host"
+    if port == 0:
+        return f"{text!r}: port 0 cannot be connected to"
+    return None
+
+
+def _url(doc: Document, path: tuple[str, str], text: str) -> list[Problem]:
+    message = url_error(text)
+    if message is None:
+        return []
+    line, col = doc.position(path)
+    return [P.error(doc.file, line, col, P.dotted(path), message, "bad-url")]
 
 
 def _name(doc: Document, stem: str) -> list[Problem]:

@@ -165,9 +165,12 @@ def _translate(doc: Document, kind: schemas.Kind, err: Any, path: Path_,
                         f"match is only used with mode: match (mode is {mode}); "
                         f"add mode: match or use dedupeKey", "schema")]
     if name == "oneOf" and path and path[-1] == "command":
-        return [P.error(file, line, col, field,
-                        "expected a non-empty command string or a list of argv strings",
-                        "schema")]
+        message = "expected a non-empty command string or a list of argv strings"
+        surprise = next((s for p, s in doc.surprises.items() if tuple(p[:len(path)]) == path),
+                        None)
+        if surprise is not None:  # e.g. command: [yes] -> [True]
+            line, col, message = surprise.line, surprise.col, f"{message}; {surprise.hint()}"
+        return [P.error(file, line, col, field, message, "schema")]
     if name in ("oneOf", "anyOf") and kind == "overlay":
         if path == ("pin",):
             return [P.error(file, line, col, field,

@@ -1,0 +1,78 @@
+"""Repository-level lint checks and URL / push-source checks (newcomer findings)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from tests.conftest import Repo, run_cli
+
+NOTIFY = "action: {type: notify}\n"
+
+
+def lint_json(repo: Repo) -> tuple[int, list[dict[str, object]]]:
+    r = run_cli(["lint", "--format", "json"], repo=repo)
+    return r.exit_code, json.loads(r.stdout)
+
+
+def test_ignored_entries_are_warned_not_skipped_in_silence(repo: Repo) -> None:
+    repo.write("monitors.d/ok.yml", "source: {type: file, path: x}\n" + NOTIFY)
+    repo.write("monitors.d/sub/x.yml", "source: {type: file, path: y}\n" + NOTIFY)
+    (repo.user / "dir.yml").mkdir()
+    os.symlink(repo.root / "nowhere.yml", repo.user / "dangling.yml")
+    code, problems = lint_json(repo)
+    got = {(str(p["file"]).split("monitors.d/")[-1], p["rule"]) for p in problems}
+    assert ("sub", "ignored-path") in got
+    assert ("dir.yml", "ignored-path") in got
+    assert ("dangling.yml", "ignored-path") in got
+    assert code == 0  # warnings only
+    assert not any(str(p["file"]).endswith("overlays") for p in problems)
+
+
+def test_bad_urls_are_lint_errors_with_position(repo: Repo) -> None:
+    repo.write("monitors.d/port.yml",
+               "source: {type: poll-http, url: 'http://127.0.0.1:99999/', interval: 5s}\n"
+               + NOTIFY)
+    repo.write("monitors.d/v6.yml", "source:\n  type: poll-http\n  url: 'http://[::1'\n"
+               "  interval: 5s\n" + NOTIFY)
+    code, problems = lint_json(repo)
+    bad = sorted((str(p["file"]).rsplit("/", 1)[-1], p["line"], p["field"])
+                 for p in problems if p["rule"] == "bad-url")
+    assert bad == [("port.yml", 1, "source.url"), ("v6.yml", 3, "source.url")]
+    assert code == 1
+
+
+def test_push_sources_warn_that_they_are_not_evaluated(repo: Repo) -> None:
+    repo.write("monitors.d/hook.yml",
+               "source: {type: webhook, provider: github, events: [push]}\n" + NOTIFY)
+    code, problems = lint_json(repo)
+    assert [p["rule"] for p in problems] == ["not-evaluated"]
+    assert code == 0
+
+
+def test_device_source_not_in_fleet_warns(repo: Repo) -> None:
+    repo.write("monitors.d/box.yml", "source: {type: device, device: nodev}\n" + NOTIFY)
+    _, problems = lint_json(repo)
+    assert [(p["rule"], p["field"]) for p in problems] == [("unknown-device", "source.device")]
+    repo.write("fleet.yaml", "devices:\n  - {name: nodev, address: '127.0.0.1:1'}\n")
+    _, problems = lint_json(repo)
+    assert problems == []
+
+
+def test_owner_pin_not_in_fleet_warns(repo: Repo) -> None:
+    repo.write("fleet.yaml", "devices:\n  - {name: a}\n")
+    repo.write("monitors.d/pinned.yml",
+               "source: {type: file, path: x}\n" + NOTIFY + "device: typo-box\n")
+    _, problems = lint_json(repo)
+    assert [(p["rule"], p["message"]) for p in problems] == [
+        ("unknown-device",
+         "device 'typo-box' is not in the fleet file: nothing will evaluate this monitor")]
+
+
+def test_yaml11_hint_inside_a_command_list(repo: Repo) -> None:
+    repo.write("monitors.d/y.yml", "source:\n  type: poll\n  command: [yes]\n"
+               "  interval: 5s\n" + NOTIFY)
+    code, problems = lint_json(repo)
+    assert code == 1
+    msgs = [str(p["message"]) for p in problems if p["field"] == "source.command"]
+    assert any("quote" in m for m in msgs), msgs
