@@ -67,7 +67,7 @@ def _lint_or_undo(settings: Settings, path: Path, created_dirs: list[Path], *,
     from reconciler.config import lint
     from reconciler.config import problems as problems_mod
 
-    check, problems = lint_cmd._action_check(settings)
+    check, problems = lint_cmd.action_check(settings)
     report = lint.run(settings, [path], action_check=check)
     found = sorted(report.problems + problems)
     for problem in found:

@@ -41,7 +41,7 @@ def _settings(ctx: click.Context, paths: tuple[Path, ...]) -> Settings:
                              fleet_file=cwd / settings.FLEET_FILE, device="")
 
 
-def _action_check(settings: Settings) -> tuple[Any, list[Problem]]:
+def action_check(settings: Settings) -> tuple[Any, list[Problem]]:
     """The action check for ``lint.run`` (``actions.checks.references``: agent, routine
     and channel names against monitors.toml, a run's command; templates are checked by
     ``config.semantic``, without loading Jinja2 unless a template needs it), or a
@@ -85,7 +85,7 @@ def command(ctx: click.Context, paths: tuple[Path, ...], fmt: str, as_json: bool
     from reconciler.render import problems as render
 
     settings = _settings(ctx, paths)
-    check, problems = _action_check(settings)
+    check, problems = action_check(settings)
     report = lint.run(settings, list(paths) or None, action_check=check)
     report.problems = sorted(report.problems + problems)
     fmt = "json" if as_json else fmt

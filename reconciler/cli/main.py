@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import shlex
 import sys
 import traceback
 from pathlib import Path
@@ -40,10 +41,13 @@ class Context:
     """What global options resolve to; commands call ``settings()`` lazily so that
     ``monitors schema`` works outside a repository."""
 
-    def __init__(self, root: Path | None, state_dir: Path | None, device: str | None) -> None:
+    def __init__(self, root: Path | None, state_dir: Path | None, device: str | None, *,
+                 root_source: str = "--root", device_source: str = "--device") -> None:
         self.root = root
         self.state_dir = state_dir
         self.device = device
+        self.root_source = root_source
+        self.device_source = device_source
         self._settings: settings.Settings | None = None
 
     def settings(self) -> settings.Settings:
@@ -54,7 +58,8 @@ class Context:
         """
         if self._settings is None:
             self._settings = settings.load(
-                root=self.root, state_dir=self.state_dir, device=self.device
+                root=self.root, state_dir=self.state_dir, device=self.device,
+                root_source=self.root_source, device_source=self.device_source,
             )
         return self._settings
 
@@ -112,7 +117,55 @@ def main(ctx: click.Context, root: Path | None, state_dir: Path | None, device: 
 
     The GitOps loop: lint -> plan -> apply, and `run` keeps reconciling.
     """
-    ctx.obj = Context(root, state_dir, device)
+    root_source = _source(ctx, "root", "--root", "MONITORS_ROOT")
+    device_source = _source(ctx, "device", "--device", "MONITORS_DEVICE")
+    if device is not None:  # given: checked at once, never a silent fallback
+        problem = settings.device_problem(device)
+        if problem:
+            raise errors.UsageError(f"{device_source}: {problem}")
+    ctx.obj = Context(root, state_dir, device, root_source=root_source,
+                      device_source=device_source)
+
+
+def _source(ctx: click.Context, param: str, option: str, envvar: str) -> str:
+    """``envvar`` when the value of ``param`` came from the environment, else ``option``."""
+    if ctx.get_parameter_source(param) is click.core.ParameterSource.ENVIRONMENT:
+        return envvar
+    return option
+
+
+GLOBAL_OPTIONS = ("--root", "--state-dir", "--device")
+"""Options of the ``monitors`` group itself: they go before the command."""
+
+
+def _global_option_hint(e: click.NoSuchOption, argv: list[str]) -> str | None:
+    """For a global option given after the command (``monitors list --root X``), the
+    corrected command line (``monitors --root X list``); None for any other option."""
+    if e.option_name not in GLOBAL_OPTIONS:
+        return None
+    name = e.option_name
+    for i, word in enumerate(argv):
+        if word == name:
+            moved, rest = argv[i:i + 2], argv[:i] + argv[i + 2:]
+            break
+        if word.startswith(name + "="):
+            moved, rest = [word], argv[:i] + argv[i + 1:]
+            break
+    else:
+        return None
+    command = e.ctx.command_path.split()[1:] if e.ctx is not None else []
+    at = _command_index(rest, command)
+    fixed = ["monitors", *rest[:at], *moved, *rest[at:]]
+    return f"global options go before the command: {shlex.join(fixed)}"
+
+
+def _command_index(argv: list[str], command: list[str]) -> int:
+    """Index in ``argv`` of the first word of ``command`` (the subcommand path)."""
+    if command:
+        for i, word in enumerate(argv):
+            if argv[i:i + len(command)] == command and not word.startswith("-"):
+                return i
+    return 0
 
 
 def entry(argv: list[str] | None = None) -> None:
@@ -127,13 +180,20 @@ def entry(argv: list[str] | None = None) -> None:
 
 def run(argv: list[str] | None = None) -> int:
     """Run the CLI and return the exit code instead of exiting (used by tests)."""
+    args = list(sys.argv[1:] if argv is None else argv)
     try:
-        rv = main.main(args=argv, prog_name="monitors", standalone_mode=False)
+        rv = main.main(args=args, prog_name="monitors", standalone_mode=False)
     except click.exceptions.Exit as e:
         return int(e.exit_code)
     except click.Abort:
         click.echo("Aborted.", err=True)
         return errors.ExitCode.INTERRUPTED
+    except click.NoSuchOption as e:
+        e.show()
+        hint = _global_option_hint(e, args)
+        if hint:
+            click.echo(f"hint: {hint}", err=True)
+        return errors.ExitCode.ERROR
     except click.ClickException as e:
         e.show()
         return errors.ExitCode.ERROR

@@ -197,3 +197,104 @@ def test_broken_overlay_is_not_replaced(two: Repo) -> None:
     r = run_cli(["pause", "docs"], repo=two)
     assert r.exit_code == 1 and "fix or delete the file first" in r.stderr
     assert (two.overlays / "docs.yml").read_text() == "monitor: [docs\n"
+
+
+# -- pausing again keeps what is not given again (bug: a second pause dropped until/reason) ----
+
+
+def pause_of(repo: Repo, name: str) -> dict[str, str]:
+    doc = overlay(repo, name)["pause"]
+    assert isinstance(doc, dict)
+    return doc
+
+
+def test_pausing_again_keeps_until_and_reason(two: Repo) -> None:
+    r = run_cli(["pause", "ci-red", "--reason", "testing", "--until", "2h"], repo=two)
+    assert r.exit_code == 0, r.output
+    first = pause_of(two, "ci-red")
+    r = run_cli(["pause", "ci-red"], repo=two)
+    assert r.exit_code == 0, r.output
+    assert pause_of(two, "ci-red") == first  # until, reason, author, created all kept
+    assert f"ci-red: already paused until {first['until']} (testing); kept" in r.stdout
+    assert f"paused ci-red until {first['until']} (testing)" in r.stdout
+    valid_overlay(two.overlays / "ci-red.yml")
+    assert loader.load(settings_for(two)).monitors["ci-red"].pause.until == first["until"]  # type: ignore[union-attr]
+
+
+def test_pausing_again_replaces_what_is_given(two: Repo) -> None:
+    assert run_cli(["pause", "ci-red", "--reason", "testing", "--until", "2h"],
+                   repo=two).exit_code == 0
+    until = pause_of(two, "ci-red")["until"]
+    r = run_cli(["pause", "ci-red", "--reason", "release"], repo=two)
+    assert r.exit_code == 0, r.output
+    assert pause_of(two, "ci-red")["reason"] == "release"
+    assert pause_of(two, "ci-red")["until"] == until
+    assert f"already paused until {until}; kept" in r.stdout
+    r = run_cli(["pause", "ci-red", "--until", "4h"], repo=two)
+    assert r.exit_code == 0, r.output
+    now = pause_of(two, "ci-red")
+    assert now["reason"] == "release" and now["until"] > until
+    assert "already paused (release); kept" in r.stdout
+    r = run_cli(["pause", "ci-red", "--reason", ""], repo=two)
+    assert r.exit_code == 0 and "reason" not in pause_of(two, "ci-red")
+
+
+def test_until_never_clears_the_expiry(two: Repo) -> None:
+    assert run_cli(["pause", "ci-red", "--reason", "testing", "--until", "2h"],
+                   repo=two).exit_code == 0
+    r = run_cli(["pause", "ci-red", "--until", "never"], repo=two)
+    assert r.exit_code == 0, r.output
+    assert "until" not in pause_of(two, "ci-red")
+    assert pause_of(two, "ci-red")["reason"] == "testing"
+    assert "expiry cleared: paused until `monitors resume ci-red`" in r.stdout
+    r = run_cli(["pause", "docs", "--until", "NEVER"], repo=two)  # nothing to clear
+    assert r.exit_code == 0 and "until" not in pause_of(two, "docs")
+    r = run_cli(["pause", "--help"])
+    assert r.exit_code == 0 and "'never' clears the expiry" in " ".join(r.stdout.split())
+
+
+def test_pausing_after_expiry_starts_a_fresh_pause(two: Repo) -> None:
+    from reconciler.model import Pause
+
+    writer.write_overlay(settings_for(two), "docs", pause=Pause(
+        reason="old", until="2001-01-01T00:00:00+00:00"), command="monitors pause docs")
+    r = run_cli(["pause", "docs"], repo=two)
+    assert r.exit_code == 0, r.output
+    assert set(pause_of(two, "docs")) == {"author", "created"}  # nothing stale kept
+    assert "the previous pause expired at 2001-01-01T00:00:00+00:00" in r.stdout
+
+
+def test_pausing_again_by_label_keeps_each_expiry(two: Repo) -> None:
+    assert run_cli(["pause", "ci-red", "--until", "2h"], repo=two).exit_code == 0
+    r = run_cli(["pause", "-l", "team=ci", "--json"], repo=two)
+    assert r.exit_code == 0, r.output
+    import json
+
+    rows = {row["monitor"]: row for row in json.loads(r.stdout)["monitors"]}
+    assert rows["ci-red"]["kept"] == ["until"] and rows["ci-red"]["until"]
+    assert rows["ci-green"]["kept"] == [] and rows["ci-green"]["until"] is None
+
+
+# -- the modeline points at a schema file that exists ------------------------------------------
+
+
+def test_overlay_modeline_is_relative_to_the_repo_schemas(two: Repo) -> None:
+    (two.root / "schemas").mkdir()
+    for kind in ("monitor", "overlay"):
+        (two.root / "schemas" / f"{kind}.schema.json").write_text("{}")
+    assert run_cli(["pause", "ci-red"], repo=two).exit_code == 0
+    assert run_cli(["pin", "docs", "--device", "box"], repo=two).exit_code == 0
+    for name in ("ci-red", "docs"):
+        lines = (two.overlays / f"{name}.yml").read_text().splitlines()
+        assert "# yaml-language-server: $schema=../../schemas/overlay.schema.json" in lines
+
+
+def test_overlay_modeline_falls_back_to_the_packaged_schema(two: Repo) -> None:
+    from importlib import resources
+
+    assert run_cli(["pause", "ci-red"], repo=two).exit_code == 0
+    line = next(ln for ln in (two.overlays / "ci-red.yml").read_text().splitlines()
+                if "$schema=" in ln)
+    ref = Path(line.split("$schema=", 1)[1])
+    packaged = Path(str(resources.files("reconciler").joinpath("schemas"))).resolve()
+    assert ref.is_absolute() and ref == packaged / "overlay.schema.json" and ref.is_file()

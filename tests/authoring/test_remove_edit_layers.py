@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from tests.authoring.conftest import tree_snapshot
-from tests.conftest import Repo, run_cli
+from tests.conftest import Repo, console_script, run_cli
 
 MON = "source: {{type: poll, command: {cmd}, interval: 1m}}\naction: {{type: notify}}\n"
 
@@ -129,3 +131,52 @@ def test_layers_report(layered: Repo) -> None:
     assert data["plain"]["placement"] == \
         "shared-input built-in: no fleet file, this device is the whole fleet"
     assert data["pinned"]["placement"] == "pinned to box"
+
+
+# -- no editor and no terminal: fail at once (bug: started vi, which waited forever) -----------
+
+
+def no_editor_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("EDITOR", "VISUAL")}
+    env["MONITORS_DEVICE"] = "test-box"
+    return env
+
+
+def test_edit_without_editor_or_terminal_fails_at_once(repo: Repo) -> None:
+    repo.write("monitors.d/m.yml", MON.format(cmd="date"))
+    repo.write("system/b.yml", MON.format(cmd="date"))
+    before = tree_snapshot(repo.root)
+    for name in ("m", "b"):
+        p = subprocess.run([console_script(), "--root", str(repo.root), "--state-dir",
+                            str(repo.state), "edit", name, "--yes"],
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                           env=no_editor_env(), timeout=60)
+        assert p.returncode == 1, p.stdout + p.stderr
+        assert p.stderr.count("\n") == 1 and "set $EDITOR" in p.stderr, p.stderr
+    assert tree_snapshot(repo.root) == before  # no shadowing copy of b either
+    r = run_cli(["edit", "m"], repo=repo, env={"EDITOR": "", "VISUAL": ""})
+    assert r.exit_code == 1 and "set $EDITOR" in r.stderr
+
+
+def test_edit_with_editor_and_no_terminal_runs_it(repo: Repo, tmp_path: Path) -> None:
+    repo.write("monitors.d/m.yml", MON.format(cmd="date"))
+    env = {**no_editor_env(), **editor(tmp_path, "path.write_text(path.read_text()"
+                                                 ".replace('1m', '2m'))\n")}
+    p = subprocess.run([console_script(), "--root", str(repo.root), "--state-dir",
+                        str(repo.state), "edit", "m"], stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 0 and "lint ok" in p.stdout, p.stdout + p.stderr
+    assert "interval: 2m" in (repo.user / "m.yml").read_text()
+
+
+def test_vi_is_the_default_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    from reconciler import errors
+    from reconciler.cli import edit
+
+    monkeypatch.delenv("EDITOR", raising=False)
+    monkeypatch.delenv("VISUAL", raising=False)
+    assert edit.editor_argv(interactive=True) == ["vi"]
+    with pytest.raises(errors.UsageError, match="set \\$EDITOR"):
+        edit.editor_argv(interactive=False)
+    monkeypatch.setenv("EDITOR", "nano -w")
+    assert edit.editor_argv(interactive=False) == ["nano", "-w"]

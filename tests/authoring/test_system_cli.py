@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from reconciler.config import loader
 from tests.authoring.conftest import BUILTIN, Upstream, git, settings_for
@@ -79,3 +80,24 @@ def test_force_pushed_upstream_cli(repo: Repo, upstream: Upstream) -> None:
     r = run_cli(["system", "pull"], repo=repo)  # the recorded upstream is reused
     assert r.exit_code == 0, r.output
     assert "8m" in (repo.system / "pr-merge.yml").read_text()
+
+
+def test_fetch_failure_names_the_cause(repo: Repo, tmp_path: Path) -> None:
+    # bug: git's stderr was cut to its last line: "... and the repository exists."
+    missing = tmp_path / "nonexistent"
+    r = run_cli(["system", "pull", "--from", str(missing)], repo=repo)
+    assert r.exit_code == 1
+    assert r.stderr.strip() == (f"error: system pull: cannot fetch {missing}: "
+                                "no such file or directory")
+    not_git = tmp_path / "plain"
+    not_git.mkdir()
+    r = run_cli(["system", "pull", "--from", str(not_git)], repo=repo)
+    assert r.exit_code == 1 and len(r.stderr.strip().splitlines()) == 1
+    assert f"cannot fetch {not_git}: '{not_git}' does not appear to be a git repository" \
+        in r.stderr
+    assert "repository exists" not in r.stderr
+    r = run_cli(["system", "pull", "--from", missing.as_uri()], repo=repo)
+    assert r.exit_code == 1 and r.stderr.strip().endswith(
+        f"cannot fetch {missing.as_uri()}: {missing}: no such file or directory")
+    r = run_cli(["system", "status"], repo=repo)  # the last --from is not recorded
+    assert r.exit_code == 0
