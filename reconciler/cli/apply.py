@@ -1,7 +1,9 @@
 """``monitors apply [PLANFILE] [--yes] [--wait 30s] [--allow-mass-stop] [--json]``.
 
 Computes the plan (or checks a saved one still matches), asks on a terminal
-unless ``--yes`` (never without one), starts the daemon when it is not running,
+unless ``--yes``; without a terminal (or with ``--json``) and without ``--yes`` it
+shows the plan and refuses, exit 1 (Terraform's ``apply`` without
+``-auto-approve``). Starts the daemon when it is not running,
 hands the change over and reports, per monitor, the first poll: ok, failed
 with the error, or not picked up in time. Exit 0 when every change took, 1 otherwise.
 ``apply_now`` is the same thing for other commands (``add --apply``, ``pause --apply``).
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +25,29 @@ STATUS_STYLE = {"ok": "green", "stopped": "green", "updated": "green", "failed":
                 "pending": "yellow", "error": "red"}
 
 
+NO_TERMINAL = "no terminal to confirm on: pass --yes to apply without asking"
+
+
 def _confirm(plan: Any, *, color: bool) -> bool:
     from reconciler.render import plan as render
 
     click.echo(render.text(plan, color=color), nl=False, color=color)
     return click.confirm("Apply these changes?", default=False)
+
+
+def _refuse(plan: Any, *, color: bool, as_json: bool) -> bool:
+    """No terminal to ask on and no ``--yes``: show the plan, then refuse (never applies).
+
+    Raises:
+        errors.UsageError: always, with ``NO_TERMINAL``.
+    """
+    from reconciler.render import plan as render
+
+    if as_json:
+        click.echo(render.as_json(plan), nl=False)
+    else:
+        click.echo(render.text(plan, color=color), nl=False, color=color)
+    raise errors.UsageError(NO_TERMINAL)
 
 
 def apply_now(ctx_obj: Any, *, wait: float, yes: bool = True, plan_file: Path | None = None,
@@ -37,20 +58,28 @@ def apply_now(ctx_obj: Any, *, wait: float, yes: bool = True, plan_file: Path | 
     Args:
         ctx_obj: the CLI ``Context`` (``ctx.find_root().obj``).
         wait: seconds to wait for first polls.
-        yes: do not ask (asking happens only on a terminal anyway).
+        yes: do not ask. Without it, a plan with changes is confirmed on a terminal;
+            with no terminal (or ``as_json``) it is shown and refused.
 
     Returns:
         0 when every change took (first polls ok), 1 otherwise or when declined.
 
     Raises:
         errors.PlanError: stale saved plan, mass-stop guard, daemon unreachable.
+        errors.UsageError: changes to confirm, no ``yes`` and no terminal to ask on.
+        errors.StateError: the state directory is unusable (read-only, not a directory).
     """
     from reconciler.daemon import handover
 
     cfg = ctx_obj.settings()
     color = not no_color and sys.stdout.isatty()
-    interactive = not yes and sys.stdin.isatty() and not as_json
-    confirm = (lambda plan: _confirm(plan, color=color)) if interactive else None
+    confirm: Callable[[Any], bool] | None = None
+    if yes:
+        confirm = None
+    elif sys.stdin.isatty() and not as_json:
+        confirm = lambda plan: _confirm(plan, color=color)  # noqa: E731
+    else:
+        confirm = lambda plan: _refuse(plan, color=color, as_json=as_json)  # noqa: E731
     report = handover.apply(cfg, plan_file=plan_file, wait=wait,
                             allow_mass_stop=allow_mass_stop, confirm=confirm)
     if as_json:
@@ -85,7 +114,8 @@ def _duration(_: click.Context, __: click.Parameter, value: str) -> float:
 
 @click.command("apply")
 @click.argument("planfile", required=False, type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--yes", "-y", is_flag=True,
+              help="Do not ask for confirmation (required without a terminal or with --json).")
 @click.option("--wait", default="30s", show_default=True, callback=_duration,
               help="How long to wait for the first poll of started monitors.")
 @click.option("--allow-mass-stop", is_flag=True,

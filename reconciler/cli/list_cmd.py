@@ -1,4 +1,4 @@
-"""``monitors list [--json]``: this device's monitors with scope, owner and liveness."""
+"""``monitors list [--wide] [--json]``: this device's monitors with scope, owner and liveness."""
 
 from __future__ import annotations
 
@@ -6,13 +6,16 @@ import click
 
 
 @click.command("list")
+@click.option("--wide", "-w", is_flag=True,
+              help="One long line per monitor with every column (condition, owner, liveness).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
-def command(ctx: click.Context, as_json: bool) -> int:
-    """List every monitor known here: status, source, condition, action, owner, liveness."""
+def command(ctx: click.Context, wide: bool, as_json: bool) -> int:
+    """List every monitor known here: status, source, action, then liveness (and the owner
+    when it is another device) on an indented line; --wide adds condition and owner columns."""
     from reconciler.daemon import views
     from reconciler.render import monitors as render
 
     data = views.rows(ctx.find_root().obj.settings())
-    click.echo(render.as_json(data) if as_json else render.listing(data), nl=False)
+    click.echo(render.as_json(data) if as_json else render.listing(data, wide=wide), nl=False)
     return 0

@@ -12,9 +12,11 @@ import click
 @click.pass_context
 def command(ctx: click.Context, name: str, limit: int, as_json: bool) -> int:
     """Show the action output (run/routine output, delivery results) of NAME's latest fires."""
-    from reconciler.daemon import views
+    from reconciler.daemon import client, views
     from reconciler.render import monitors as render
 
-    items = views.logs(ctx.find_root().obj.settings(), name, limit=limit)
+    cfg = ctx.find_root().obj.settings()
+    with client.state_errors(cfg.state_dir):
+        items = views.logs(cfg, name, limit=limit)
     click.echo(render.as_json(items) if as_json else render.logs(name, items), nl=False)
     return 0

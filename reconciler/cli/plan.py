@@ -1,7 +1,9 @@
 """``monitors plan [--json] [--out FILE] [--detailed-exitcode] [--no-color]``.
 
-Exit codes follow Terraform's ``-detailed-exitcode``: 0 no changes (or changes
-without the flag), 1 error, 2 changes present (only with ``--detailed-exitcode``).
+Exit codes follow Terraform (errors -> 1, and ``-detailed-exitcode``): the whole
+plan is always printed (valid monitors planned, invalid files shown with their
+errors), then the exit code is 1 when any monitor or overlay file has an error;
+else, with ``--detailed-exitcode``, 2 when something would change; else 0.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from reconciler import errors
 @click.option("--out", "out", type=click.Path(path_type=Path, dir_okay=False),
               help="Save the plan (versioned JSON) for `monitors apply FILE`.")
 @click.option("--detailed-exitcode", is_flag=True,
-              help="Exit 0 when nothing would change, 2 when something would, 1 on error.")
+              help="Exit 1 when a file has errors, else 2 when something would change, "
+              "else 0.")
 @click.option("--no-color", is_flag=True, help="No ANSI colours (the default off a terminal).")
 @click.option("--unchanged", "show_unchanged", is_flag=True, help="List unchanged monitors too.")
 @click.option("--allow-mass-stop", is_flag=True,
@@ -31,7 +34,8 @@ def command(ctx: click.Context, as_json: bool, out: Path | None, detailed_exitco
     """Show what a reconcile would start, stop, replace and update on this device.
 
     Invalid files do not hide the rest: valid monitors are planned, and an invalid
-    one is shown kept at its last applied version with its error.
+    one is shown kept at its last applied version with its error. Exit 1 when any
+    monitor or overlay file has an error (`monitors lint` shows them all).
     """
     from reconciler.daemon import handover
     from reconciler.render import plan as render
@@ -54,6 +58,8 @@ def command(ctx: click.Context, as_json: bool, out: Path | None, detailed_exitco
                    color=color)
         if out is not None:
             click.echo(f"Saved the plan to {out}: apply it with `monitors apply {out}`.")
+    if plan.error_files:
+        return errors.ExitCode.ERROR
     if detailed_exitcode and plan.has_changes:
         return errors.ExitCode.CHANGES
     return errors.ExitCode.OK

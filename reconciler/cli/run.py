@@ -37,8 +37,9 @@ def _duration(_: click.Context, __: click.Parameter, value: str | None) -> float
 @click.option("--allow-mass-stop", is_flag=True,
               help="Never hold stops for the mass-stop guard.")
 @click.option("--demo", is_flag=True,
-              help="Also rewrite <state>/demo/tick.txt every 15s so a file monitor has "
-              "something to see (make run).")
+              help="Also rewrite <repository root>/.history/demo/tick.txt every 15s, "
+              "whatever --state-dir says (a demo input, git-ignored), so the shipped "
+              "monitors.d/demo-file.yml has something to see (make run).")
 @click.pass_context
 def command(ctx: click.Context, once: bool, wait: float, resync: float | None,
             debounce: float, allow_mass_stop: bool, demo: bool) -> int:

@@ -12,9 +12,11 @@ import click
 @click.pass_context
 def command(ctx: click.Context, name: str, limit: int, as_json: bool) -> int:
     """Show NAME's fire history, newest first: id, status, event."""
-    from reconciler.daemon import views
+    from reconciler.daemon import client, views
     from reconciler.render import monitors as render
 
-    records = views.runs(ctx.find_root().obj.settings(), name, limit=limit)
+    cfg = ctx.find_root().obj.settings()
+    with client.state_errors(cfg.state_dir):
+        records = views.runs(cfg, name, limit=limit)
     click.echo(render.as_json(records) if as_json else render.runs(name, records), nl=False)
     return 0

@@ -2,16 +2,20 @@
 
 Blocking sockets only (the CLI has no event loop). ``request`` raises
 ``errors.PlanError`` with what to do next when no daemon answers.
+``state_errors`` turns an ``OSError`` on a path in the state directory (read-only,
+not a directory, full) into one ``errors.StateError`` line.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +27,37 @@ SOCKET_NAME = "control.sock"
 START_TIMEOUT = 15.0
 
 
+def state_error(state_dir: Path, e: OSError, *, doing: str = "") -> errors.StateError:
+    """One line for an ``OSError`` met in ``state_dir``: the file, what failed, what to do."""
+    where = e.filename if e.filename else state_dir
+    what = f"cannot {doing}: " if doing else ""
+    return errors.StateError(
+        f"{where}: {what}{e.strerror or e}; the state directory {state_dir} must be a "
+        "writable directory (choose another with --state-dir or MONITORS_STATE_DIR)")
+
+
+def _below(path: object, state_dir: Path) -> bool:
+    if not isinstance(path, str | bytes | os.PathLike):
+        return False
+    text = os.path.abspath(os.fsdecode(path))
+    base = os.path.abspath(state_dir)
+    return text == base or text.startswith(base.rstrip(os.sep) + os.sep)
+
+
+@contextlib.contextmanager
+def state_errors(state_dir: Path) -> Iterator[None]:
+    """Re-raise an ``OSError`` on a path in (or of) ``state_dir`` as ``errors.StateError``.
+
+    Other ``OSError``s pass through unchanged.
+    """
+    try:
+        yield
+    except OSError as e:
+        if _below(e.filename, state_dir) or _below(getattr(e, "filename2", None), state_dir):
+            raise state_error(state_dir, e) from e
+        raise
+
+
 def socket_path(state_dir: Path) -> Path:
     """``<state>/control.sock`` (may be a symlink to a private socket; see ``daemon.control``)."""
     return state_dir / SOCKET_NAME
@@ -31,8 +66,11 @@ def socket_path(state_dir: Path) -> Path:
 def connect_path(state_dir: Path) -> str:
     """The path a client connects to (the symlink's target for long state paths)."""
     path = socket_path(state_dir)
-    if path.is_symlink():
-        return os.readlink(path)
+    try:
+        if path.is_symlink():
+            return os.readlink(path)
+    except OSError:  # vanished or unreadable: connecting to the link itself then fails
+        pass
     return str(path)
 
 
@@ -106,17 +144,26 @@ def start_detached(cfg: settings.Settings, *, timeout: float = START_TIMEOUT) ->
 
     Raises:
         errors.PlanError: it exited early (with the last lines of its log) or did not
-            answer within ``timeout`` seconds.
+            answer within ``timeout`` seconds, or could not be spawned.
+        errors.StateError: the state directory or its log cannot be written.
     """
-    cfg.state_dir.mkdir(parents=True, exist_ok=True)
     log_path = cfg.state_dir / LOG_FILE
     argv = [sys.executable, "-m", "reconciler", "--root", str(cfg.root), "--state-dir",
             str(cfg.state_dir), "--device", cfg.device, "run"]
-    with open(log_path, "ab") as log_file:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log_file,
-                                stderr=subprocess.STDOUT, start_new_session=True,
-                                close_fds=True, cwd=str(cfg.root),
-                                env={**os.environ, "MONITORS_LOG_TIMESTAMPS": "1"})
+    try:
+        cfg.state_dir.mkdir(parents=True, exist_ok=True)
+        log_file = open(log_path, "ab")  # noqa: SIM115 (closed right after the spawn)
+    except OSError as e:
+        raise state_error(cfg.state_dir, e, doing="write the daemon log") from e
+    with log_file:
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log_file,
+                                    stderr=subprocess.STDOUT, start_new_session=True,
+                                    close_fds=True, cwd=str(cfg.root),
+                                    env={**os.environ, "MONITORS_LOG_TIMESTAMPS": "1"})
+        except OSError as e:
+            raise errors.PlanError(f"cannot start the daemon ({argv[0]}): "
+                                   f"{e.strerror or e}") from e
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         rc = proc.poll()

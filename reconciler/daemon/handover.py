@@ -43,20 +43,24 @@ def current_plan(cfg: settings.Settings, *, allow_mass_stop: bool = False) -> pl
     """The plan a reconcile would carry out now on this device.
 
     Raises:
-        errors.StateError: ``running.json`` is from a newer version.
+        errors.StateError: ``running.json`` is from a newer version, or the state
+            directory cannot be read.
         errors.ConfigError: the fleet file or settings are unusable.
     """
-    status = client.status(cfg.state_dir)
-    reg = registry_mod.load(cfg.state_dir)
-    last_good = {n: e.monitor for n, e in reg.entries.items()}
-    snap = snapshot.read(cfg, last_good=last_good, autopaused=_autopaused(cfg.state_dir))
+    with client.state_errors(cfg.state_dir):
+        status = client.status(cfg.state_dir)
+        reg = registry_mod.load(cfg.state_dir)
+        last_good = {n: e.monitor for n, e in reg.entries.items()}
+        autopaused = _autopaused(cfg.state_dir)
+    snap = snapshot.read(cfg, last_good=last_good, autopaused=autopaused)
     running = last_good if status is not None else {}
     generation = int(status["generation"]) if status is not None else reg.generation
     return plan_mod.make(
         snap.desired, running, device=cfg.device, daemon_running=status is not None,
         daemon_pid=status.get("pid") if status else None, generation=generation,
         digest=snap.digest, commit=snap.commit, dirty=snap.dirty, problems=snap.problems,
-        allow_mass_stop=allow_mass_stop, created_at=snapshot.now_iso(), root=cfg.root)
+        allow_mass_stop=allow_mass_stop, created_at=snapshot.now_iso(), root=cfg.root,
+        error_files=snap.error_files)
 
 
 def load_saved(path: Path) -> plan_mod.SavedPlan:
@@ -130,6 +134,7 @@ def apply(
     Raises:
         errors.PlanError: stale saved plan (with what changed), mass-stop guard,
             the daemon could not be started or reached.
+        errors.StateError: the state directory is unusable (read-only, not a directory).
     """
     plan = current_plan(cfg, allow_mass_stop=allow_mass_stop)
     if plan_file is not None:
@@ -147,7 +152,8 @@ def apply(
         report.declined = True
         return report
     if not plan.daemon_running:
-        report.started_daemon = client.start_detached(cfg)
+        with client.state_errors(cfg.state_dir):
+            report.started_daemon = client.start_detached(cfg)
     waited = [c.name for c in plan.changes
               if c.action in (Action.START, Action.REPLACE, Action.RENAME)]
     reply = client.request(cfg.state_dir, "reconcile", timeout=wait + REQUEST_SLACK,

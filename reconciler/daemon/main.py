@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler import errors, settings
-from reconciler.daemon import control, snapshot, supervisor, watch
+from reconciler.daemon import client, control, snapshot, supervisor, watch
 from reconciler.model import Monitor, MonitorName
 from reconciler.planning import plan as plan_mod
 from reconciler.state import lock as lock_mod
@@ -45,7 +45,9 @@ DEFAULT_ONCE_WAIT = 30.0
 FIRST_POLL_LOG_WAIT = 60.0
 SHUTDOWN_DRAIN = 3.0
 DEMO_INTERVAL = 15.0
-DEMO_FILE = "demo/tick.txt"
+DEMO_FILE = f"{settings.STATE_DIR}/demo/tick.txt"
+"""Below the repository root, whatever the state directory: a demo *input* (git-ignored),
+the path ``monitors.d/demo-file.yml`` watches."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +60,8 @@ class Options:
         resync: seconds between periodic resyncs (``[daemon] resync`` in monitors.toml).
         debounce: quiet seconds after a file event before reconciling.
         allow_mass_stop: never hold stops (``--allow-mass-stop``).
-        demo: also rewrite ``<state>/demo/tick.txt`` every 15 s (``make run``).
+        demo: also rewrite ``<root>/.history/demo/tick.txt`` every 15 s (``make run``),
+            whatever the state directory: it is the input of ``monitors.d/demo-file.yml``.
     """
 
     once: bool = False
@@ -118,19 +121,21 @@ class Daemon:
 
         Raises:
             errors.LockedError: another daemon holds this state directory.
-            errors.StateError: ``running.json`` is from a newer version.
+            errors.StateError: ``running.json`` is from a newer version, or the state
+                directory cannot be written (read-only, not a directory, full).
             errors.ConfigError: ``monitors.toml`` action sections or the fleet are invalid.
         """
-        self.lock.acquire()
-        try:
-            previous, note = registry_mod.load_checked(self.cfg.state_dir)
-            if note:
-                log.warning("%s", note)
-            self.boot_good = {n: e.monitor for n, e in previous.entries.items()}
-            self.registry.generation = previous.generation
-            return asyncio.run(self._main())
-        finally:
-            self.lock.release()
+        with client.state_errors(self.cfg.state_dir):
+            self.lock.acquire()
+            try:
+                previous, note = registry_mod.load_checked(self.cfg.state_dir)
+                if note:
+                    log.warning("%s", note)
+                self.boot_good = {n: e.monitor for n, e in previous.entries.items()}
+                self.registry.generation = previous.generation
+                return asyncio.run(self._main())
+            finally:
+                self.lock.release()
 
     async def _main(self) -> int:
         self._stopping = asyncio.Event()
@@ -161,7 +166,12 @@ class Daemon:
                 watcher = watch.Watcher(self._trigger, dirs=self._watched_dirs(),
                                         root=self.cfg.root,
                                         names=(settings.SETTINGS_FILE, self.cfg.fleet_file.name))
-                watcher.start()
+                try:
+                    watcher.start()
+                except OSError as e:  # e.g. the inotify instance limit: resync still runs
+                    log.warning("cannot watch the layers: %s (the periodic resync every %gs "
+                                "still picks up changes)", e.strerror or e,
+                                self.options.resync)
                 if self.options.demo:
                     self._spawn(self._demo_loop(), "demo")
                 log.info("daemon ready: pid %d, device %s, %d running, watching %s "
@@ -253,7 +263,8 @@ class Daemon:
                 daemon_running=True, daemon_pid=os.getpid(), generation=self.registry.generation,
                 digest=snap.digest, commit=snap.commit, dirty=snap.dirty, problems=snap.problems,
                 allow_mass_stop=allow_mass_stop or self.options.allow_mass_stop,
-                created_at=snapshot.now_iso(), root=self.cfg.root)
+                created_at=snapshot.now_iso(), root=self.cfg.root,
+                error_files=snap.error_files)
             errors_now = tuple(p for p in snap.problems if ": error: " in p)
             if errors_now != self.last.problems:
                 for line in errors_now:
@@ -277,15 +288,20 @@ class Daemon:
             self.registry.digest = snap.digest
             self.registry.commit, self.registry.dirty = snap.commit, snap.dirty
             self.registry.applied_at = snapshot.now_iso()
-            await asyncio.to_thread(registry_mod.publish, self.cfg.state_dir, self.registry)
+            try:
+                await asyncio.to_thread(registry_mod.publish, self.cfg.state_dir,
+                                        self.registry)
+            except OSError as e:
+                raise client.state_error(self.cfg.state_dir, e,
+                                         doing="publish the running registry") from e
             self.last.at = self.registry.applied_at
             self.last.summary = plan.summary()
             self.last.trigger = trigger
             self.last.plan = plan
-            if (plan.has_changes and not plan.mass_stop) or applied.changed:
+            if applied.changed or applied.failed:
                 commit = f" at {snap.commit[:12]}" if snap.commit else ""
-                log.info("reconciled (%s)%s: %s generation %d", trigger or "request", commit,
-                         plan.summary(), self.registry.generation)
+                log.info("reconciled (%s)%s: %s; generation %d", trigger or "request", commit,
+                         applied_names(plan, applied), self.registry.generation)
             if applied.started and not self.options.once:
                 self._spawn(self._log_first_polls(list(applied.started)), "first-polls")
             return plan, applied
@@ -334,8 +350,8 @@ class Daemon:
             if reasons is None:
                 next_resync = time.monotonic() + self.options.resync
                 trigger = "resync"
-            else:
-                trigger = reasons[0] if len(reasons) == 1 else f"{reasons[0]} +{len(reasons) - 1}"
+            else:  # the monitors that changed are logged, not raw file events (temp names)
+                trigger = "file change"
             try:
                 await self.reconcile(trigger=trigger)
             except errors.MonitorsError as e:
@@ -365,13 +381,17 @@ class Daemon:
         return 0
 
     async def _demo_loop(self) -> None:
-        path = self.cfg.state_dir / DEMO_FILE
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path = self.cfg.root / DEMO_FILE
         n = 0
         while True:
             n += 1
             text = f"demo tick {n} at {snapshot.now_iso()}\n"
-            await asyncio.to_thread(path.write_text, text, encoding="utf-8")
+            try:
+                await asyncio.to_thread(_write_demo, path, text)
+            except OSError as e:
+                log.error("demo: cannot write %s: %s (the demo stops; the daemon goes on)",
+                          path, e.strerror or e)
+                return
             log.info("demo: wrote %s (tick %d)", path, n)
             await asyncio.sleep(DEMO_INTERVAL)
 
@@ -485,6 +505,32 @@ class Daemon:
             "lastReconcile": {"at": self.last.at, "summary": self.last.summary,
                               "trigger": self.last.trigger},
         }
+
+
+def _write_demo(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def applied_names(plan: plan_mod.Plan, applied: supervisor.Applied) -> str:
+    """``started a, b; replaced c; stopped d; failed e`` naming the monitors that changed
+    (``renamed x -> y`` for a rename), for the daemon log."""
+    started = set(applied.started)
+    renames = {c.name: c.old_name for c in plan.changes if c.action.value == "rename"}
+    replaced = {c.name for c in plan.changes if c.action.value == "replace"}
+    parts: list[str] = []
+    groups = (
+        ("started", sorted(n for n in started if n not in replaced and n not in renames)),
+        ("replaced", sorted(n for n in started if n in replaced)),
+        ("renamed", sorted(f"{renames[n]} -> {n}" for n in started if n in renames)),
+        ("updated", sorted(applied.updated)),
+        ("stopped", sorted(applied.stopped)),
+        ("failed", sorted(applied.failed)),
+    )
+    for verb, names in groups:
+        if names:
+            parts.append(f"{verb} {', '.join(names)}")
+    return "; ".join(parts) or "nothing changed"
 
 
 def resync_seconds(cfg: settings.Settings) -> float:

@@ -32,6 +32,7 @@ class Snapshot:
         error_count: number of error-severity problems.
         commit, dirty: the repository revision (None outside a git checkout).
         placements: name -> placement decision for every valid monitor.
+        error_files: the files with at least one error-severity problem, sorted.
     """
 
     desired: plan_mod.Desired
@@ -42,6 +43,7 @@ class Snapshot:
     commit: str | None
     dirty: bool
     placements: Mapping[MonitorName, placement.Placement]
+    error_files: tuple[str, ...] = ()
 
 
 def now_iso() -> str:
@@ -157,6 +159,8 @@ def read(
         commit=commit,
         dirty=dirty,
         placements=placements,
+        error_files=tuple(sorted({str(p.file) for p in problems
+                                  if str(p.severity) == "error"})),
     )
 
 

@@ -61,7 +61,8 @@ def describe_action(action: Any) -> str:
 
 
 def _row(name: MonitorName, monitor: Monitor, *, status: str, owner: str, placement: str,
-         store: Any, now: float, owned: bool, error: str | None = None) -> dict[str, Any]:
+         store: Any, now: float, owned: bool, error: str | None = None,
+         note: str | None = None) -> dict[str, Any]:
     from reconciler.state import store as store_mod
 
     live = store_mod.liveness_view(store.liveness(name), monitor, now, owned=owned)
@@ -73,6 +74,8 @@ def _row(name: MonitorName, monitor: Monitor, *, status: str, owner: str, placem
         text = f"{status} · {text}" if live["status"] != "never" else status
     if live["fireCount"] and "fired" not in text:
         text += f" · fired {live['fireCount']}x"
+    if note:
+        text = f"{text} · {note}"
     if error:
         text = f"{text} · file error: {error}"
     return {
@@ -103,6 +106,11 @@ def rows(cfg: settings.Settings) -> dict[str, Any]:
         ``{"device", "daemon": {"running", "pid", "generation"}, "problems": [lines],
         "monitors": [row, ...]}`` sorted by name.
     """
+    with client.state_errors(cfg.state_dir):
+        return _rows(cfg)
+
+
+def _rows(cfg: settings.Settings) -> dict[str, Any]:
     status = client.status(cfg.state_dir)
     reg = registry_mod.load(cfg.state_dir)
     applied = {n: e.monitor for n, e in reg.entries.items()}
@@ -113,6 +121,8 @@ def rows(cfg: settings.Settings) -> dict[str, Any]:
     out: list[dict[str, Any]] = []
     desired, excluded, invalid = snap.desired.monitors, snap.desired.excluded, \
         snap.desired.invalid
+    duplicates = snap.desired.duplicates
+    held = {str(h.get("name")) for h in (status.get("held") or [])} if status else set()
     names = set(snap.monitors) | set(desired) | set(excluded) | set(applied)
     for name in sorted(names):
         monitor = snap.monitors.get(name) or desired.get(name) or applied.get(name)
@@ -124,20 +134,29 @@ def rows(cfg: settings.Settings) -> dict[str, Any]:
         where = placed.reason if placed else ""
         error = invalid.get(name)
         why = excluded.get(name)
+        note = duplicates.get(name) or (why.reason if why and why.kind == "duplicate" else None)
+        running = status is not None and name in applied
         if why is not None:
             state = {"disabled": "disabled", "paused": "paused", "elsewhere": "elsewhere",
-                     "autopaused": "auto-paused", "invalid": "invalid"}.get(why.kind, why.kind)
+                     "autopaused": "auto-paused", "invalid": "invalid",
+                     "duplicate": "duplicate (held)"}.get(why.kind, why.kind)
+            if running and name in held:
+                state += " (stop HELD: still running)"
         elif name in desired:
-            running = status is not None and name in applied
             state = "running" if running else "not running"
-            if error:
+            if name in duplicates:
+                state = "kept (duplicate)" if running else "duplicate (last applied version)"
+            elif error:
                 state = "kept (file invalid)" if running else "invalid (last applied version)"
+        elif running and name in held:
+            state = "removed (stop HELD: still running)"
         else:
             state = "stopping"
         row = _row(name, monitor, status=state, owner=owner, placement=where, store=store,
-                   now=now, owned=bool(placed.runs_here) if placed else True, error=error)
-        if why is not None:
-            row["reason"] = why.reason
+                   now=now, owned=bool(placed.runs_here) if placed else True, error=error,
+                   note=note)
+        if why is not None or note:
+            row["reason"] = why.reason if why is not None else note
         out.append(row)
     return {
         "device": cfg.device,

@@ -12,7 +12,8 @@ running, each with its action and the reason for it:
             baseline kept
 ``rename``  a stopped name and a started name share one fingerprint: state carried over
 ``unchanged``
-``keep``    the file is invalid: the last applied valid version keeps running
+``keep``    the file is invalid, or the monitor is a held duplicate: the last
+            applied valid version keeps running
 ========== ==================================================================
 """
 
@@ -71,7 +72,8 @@ class Exclusion:
     """Why a known monitor is not in the desired set of this device.
 
     Attributes:
-        kind: ``disabled`` | ``paused`` | ``elsewhere`` | ``autopaused`` | ``invalid``.
+        kind: ``disabled`` | ``paused`` | ``elsewhere`` | ``autopaused`` | ``invalid`` |
+            ``duplicate``.
         reason: one human line (which overlay paused it, who owns it and why, ...).
     """
 
@@ -179,6 +181,7 @@ def diff(
     excluded: Mapping[MonitorName, Exclusion] | None = None,
     invalid: Mapping[MonitorName, str] | None = None,
     start_reasons: Mapping[MonitorName, str] | None = None,
+    duplicates: Mapping[MonitorName, str] | None = None,
     root: Path | None = None,
 ) -> list[Change]:
     """Compare the desired set with what runs; return changes sorted by name.
@@ -190,6 +193,8 @@ def diff(
         excluded: why known monitors are not desired (for stop reasons).
         invalid: name -> the file's error, for monitors whose file is invalid.
         start_reasons: a better start reason than "new file" (e.g. "pause expired").
+        duplicates: name -> why it is held as a duplicate; ``desired`` holds its last
+            applied version (kept like an invalid file's, the reason as its error).
         root: origins below it are shown relative to it.
 
     Returns:
@@ -200,11 +205,28 @@ def diff(
     excluded = excluded or {}
     invalid = invalid or {}
     start_reasons = start_reasons or {}
+    duplicates = duplicates or {}
     changes: dict[MonitorName, Change] = {}
     for name in desired.keys() | running.keys():
         want = desired.get(name)
         have = running.get(name)
         error = invalid.get(name)
+        held = duplicates.get(name)
+        if held is not None and want is not None:
+            dup = held.split(";")[0]
+            if have is None:
+                changes[name] = Change(Action.START, name,
+                                       f"{dup}: starting its last applied version",
+                                       monitor=want, error=held)
+            elif want.fingerprint == have.fingerprint:
+                changes[name] = Change(Action.KEEP, name, dup,
+                                       monitor=want, old=have, error=held)
+            else:
+                changes[name] = Change(Action.REPLACE, name,
+                                       f"{dup}: back to its last applied version",
+                                       monitor=want, old=have,
+                                       fields=identity_changes(have, want), error=held)
+            continue
         if want is None:
             assert have is not None
             why = excluded.get(name)

@@ -12,13 +12,22 @@ Mass-stop guard: a plan that stops more than half of the running monitors when
 at least five run, or every running monitor when at least two run, is held
 (``Change.held``) unless allowed: an empty checkout, a wrong path or a bad
 overlay must not silently switch everything off. A single running monitor may
-be stopped without the guard (deleting one's only monitor is ordinary).
+be stopped without the guard (deleting one's only monitor is ordinary). Stops
+that are deliberate (``DELIBERATE``: a valid pause overlay, ``enabled: false``,
+a rate-limit auto-pause) are neither counted nor held.
+
+Duplicates: among the monitors this device would run, two or more sharing one
+fingerprint without ``allowDuplicate: true`` are one trigger fired twice (lint's
+``duplicate-fingerprint``). One of them is planned: the one whose applied
+version already has that fingerprint, else the first by name; the others are
+held like invalid files (kept at their last applied version when they have one,
+else not started), with the reason ``duplicate of <name> (same fingerprint); ...``.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -32,6 +41,8 @@ from reconciler.state import registry
 PLAN_FORMAT = "monitors-plan"
 PLAN_VERSION = 1
 MASS_STOP_MIN = 5
+DELIBERATE = frozenset({"paused", "disabled", "autopaused"})
+"""Exclusion kinds whose stops are deliberate: not counted by the mass-stop guard."""
 
 
 class PlacementLike(Protocol):
@@ -59,12 +70,15 @@ class Desired:
         excluded: name -> why a known monitor is not desired here.
         invalid: name -> the error of a monitor whose file is invalid.
         start_reasons: name -> a start reason better than "new file".
+        duplicates: name -> why it is held as a duplicate (``duplicate_reason``); such a
+            monitor is in ``monitors`` at its last applied version, or in ``excluded``.
     """
 
     monitors: dict[MonitorName, Monitor]
     excluded: dict[MonitorName, Exclusion]
     invalid: dict[MonitorName, str]
     start_reasons: dict[MonitorName, str] = field(default_factory=dict)
+    duplicates: dict[MonitorName, str] = field(default_factory=dict)
 
     def digest(self) -> str:
         """``sha256:`` over (name, fingerprint, update fields) of every desired monitor."""
@@ -87,6 +101,39 @@ def pause_reason(monitor: Monitor) -> str:
     return f"paused by {where}" + (f" ({', '.join(extra)})" if extra else "")
 
 
+def duplicate_reason(kept: MonitorName) -> str:
+    """``duplicate of <kept> (same fingerprint); set allowDuplicate: true if deliberate``."""
+    return (f"duplicate of {kept} (same fingerprint); set allowDuplicate: true if "
+            "deliberate")
+
+
+def held_duplicates(monitors: Mapping[MonitorName, Monitor], *,
+                    last_good: Mapping[MonitorName, Monitor] | None = None
+                    ) -> dict[MonitorName, MonitorName]:
+    """name -> the monitor it duplicates, for the duplicates that must not run.
+
+    Within each group of ``monitors`` sharing a fingerprint, only the members
+    without ``allow_duplicate`` count (lint's ``duplicate-fingerprint`` rule); when
+    two or more remain, one is kept: the first by name among those whose applied
+    version (``last_good``) has that fingerprint, else the first by name. Pure.
+    """
+    last_good = last_good or {}
+    groups: dict[str, list[MonitorName]] = {}
+    for name, monitor in monitors.items():
+        if not monitor.allow_duplicate:
+            groups.setdefault(monitor.fingerprint, []).append(name)
+    held: dict[MonitorName, MonitorName] = {}
+    for fp, names in groups.items():
+        if len(names) < 2:
+            continue
+        names.sort()
+        applied = [n for n in names if (g := last_good.get(n)) is not None
+                   and g.fingerprint == fp]
+        kept = (applied or names)[0]
+        held.update({n: kept for n in names if n != kept})
+    return held
+
+
 def desired_set(
     monitors: Mapping[MonitorName, Monitor],
     *,
@@ -104,6 +151,9 @@ def desired_set(
         last_good: name -> the last applied valid version (running registry);
             an invalid monitor with one stays desired as that version.
         autopaused: name -> why the rate-limit guard auto-paused it (running state).
+
+    Duplicates (``held_duplicates``) are held: kept at their last applied version
+    when they have one (``Desired.duplicates`` says why), else excluded as ``duplicate``.
     """
     invalid = dict(invalid or {})
     last_good = last_good or {}
@@ -126,6 +176,16 @@ def desired_set(
             excluded[name] = Exclusion("autopaused", f"auto-paused: {autopaused[name]}")
             continue
         desired[name] = monitor
+    duplicates: dict[MonitorName, str] = {}
+    for name, kept in held_duplicates(desired, last_good=last_good).items():
+        reason = duplicate_reason(kept)
+        del desired[name]
+        good = last_good.get(name)
+        if good is not None:
+            desired[name] = good
+            duplicates[name] = reason
+        else:
+            excluded[name] = Exclusion("duplicate", reason)
     for name, error in invalid.items():
         if name in desired or name in excluded:
             continue
@@ -134,7 +194,7 @@ def desired_set(
             desired[name] = good
         else:
             excluded[name] = Exclusion("invalid", f"file is invalid, never applied: {error}")
-    return Desired(desired, excluded, invalid)
+    return Desired(desired, excluded, invalid, duplicates=duplicates)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +214,8 @@ class Plan:
         mass_stop: why the mass-stop guard holds the stops, or None.
         problems: formatted error lines of invalid files.
         created_at: ISO-8601 UTC.
+        error_files: the monitor and overlay files with at least one error (sorted);
+            ``plan`` exits 1 when there is one (Terraform: errors -> 1).
     """
 
     changes: tuple[Change, ...]
@@ -170,6 +232,7 @@ class Plan:
     problems: tuple[str, ...] = ()
     created_at: str = ""
     root: str = ""
+    error_files: tuple[str, ...] = ()
 
     def counts(self) -> dict[str, int]:
         """Action value -> number of changes (every action present, held stops included)."""
@@ -189,7 +252,18 @@ class Plan:
 
     def summary(self) -> str:
         """``Plan: 2 to start, 1 to replace, 1 to update, 1 to stop, 12 unchanged.`` or
-        ``No changes. 12 monitors running as the repository says.``"""
+        ``No changes. 12 monitors run as the repository says.``, followed by
+        `` 2 files have errors (`monitors lint` shows them).`` when ``error_files``."""
+        return self._changes_summary() + self._errors_summary()
+
+    def _errors_summary(self) -> str:
+        n = len(self.error_files)
+        if not n:
+            return ""
+        noun = "file has" if n == 1 else "files have"
+        return f" {n} {noun} errors (`monitors lint` shows them)."
+
+    def _changes_summary(self) -> str:
         c = self.counts()
         unchanged = c["unchanged"] + c["keep"]
         if not self.has_changes:
@@ -226,6 +300,7 @@ class Plan:
             "excluded": [{"name": n, "kind": e.kind, "reason": e.reason}
                          for n, e in sorted(self.excluded.items())],
             "problems": list(self.problems),
+            "errorFiles": list(self.error_files),
         }
 
 
@@ -286,9 +361,16 @@ def _short(commit: str | None) -> str:
     return commit[:12] if commit else "(no commit)"
 
 
-def mass_stop_reason(changes: Iterable[Change], running: int) -> str | None:
-    """Why the mass-stop guard trips for these changes, or None (module docstring)."""
-    stops = sum(1 for c in changes if c.action is Action.STOP)
+def mass_stop_reason(changes: Iterable[Change], running: int, *,
+                     deliberate: Collection[MonitorName] = ()) -> str | None:
+    """Why the mass-stop guard trips for these changes, or None (module docstring).
+
+    Args:
+        running: how many monitors run now.
+        deliberate: names whose stop is deliberate (paused, disabled, auto-paused):
+            not counted.
+    """
+    stops = sum(1 for c in changes if c.action is Action.STOP and c.name not in deliberate)
     if not stops:
         return None
     if running >= 2 and stops >= running:
@@ -315,18 +397,23 @@ def make(
     allow_mass_stop: bool = False,
     created_at: str = "",
     root: Path | str = "",
+    error_files: Iterable[str] = (),
 ) -> Plan:
     """Diff ``desired`` against ``running`` and wrap the result as a ``Plan``.
 
     When the mass-stop guard trips and ``allow_mass_stop`` is False, every stop
-    is marked ``held`` and ``Plan.mass_stop`` says why.
+    that is not deliberate (``DELIBERATE``) is marked ``held`` and
+    ``Plan.mass_stop`` says why.
     """
     changes = diff_mod.diff(desired.monitors, running, excluded=desired.excluded,
                             invalid=desired.invalid, start_reasons=desired.start_reasons,
-                            root=Path(root) if root else None)
-    guard = mass_stop_reason(changes, len(running))
+                            duplicates=desired.duplicates, root=Path(root) if root else None)
+    deliberate = {n for n, e in desired.excluded.items() if e.kind in DELIBERATE}
+    guard = mass_stop_reason(changes, len(running), deliberate=deliberate)
     if guard is not None and not allow_mass_stop:
-        changes = [replace(c, held=True) if c.action is Action.STOP else c for c in changes]
+        changes = [replace(c, held=True)
+                   if c.action is Action.STOP and c.name not in deliberate else c
+                   for c in changes]
     else:
         guard = None if allow_mass_stop else guard
     shown = {n: e for n, e in desired.excluded.items() if n not in running}
@@ -345,4 +432,5 @@ def make(
         problems=tuple(problems),
         created_at=created_at,
         root=str(root),
+        error_files=tuple(sorted(set(error_files))),
     )

@@ -6,7 +6,18 @@ Input is the JSON-ready data of ``daemon.views``; nothing is computed here.
 from __future__ import annotations
 
 import json
+import shutil
 from typing import Any
+
+from reconciler import durations
+
+DURATION_KEYS = frozenset({"interval", "timeout", "backoff", "maxTime"})
+"""Normalized spec keys holding seconds; shown as ``10s``/``5m`` in text (JSON keeps seconds)."""
+
+SOURCE_WIDTH = 48
+MIN_SOURCE_WIDTH = 24
+ACTION_WIDTH = 18
+NAME_WIDTH = 32
 
 
 def as_json(data: Any) -> str:
@@ -23,15 +34,68 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines
 
 
-def listing(data: dict[str, Any]) -> str:
-    """``monitors list``: one line per monitor, then the daemon line and file errors."""
-    rows = []
-    for m in data["monitors"]:
-        name = m["name"] + (" [built-in]" if m["builtin"] else "")
-        rows.append([name, m["status"], m["source"], m["condition"], m["action"], m["owner"],
-                     m["livenessText"]])
-    lines = _table(["NAME", "STATUS", "SOURCE", "CONDITION", "ACTION", "OWNER", "LIVENESS"],
-                   rows)
+def fit(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters with ``…``; a trailing ``every 30s`` is kept."""
+    if len(text) <= width:
+        return text
+    head, sep, every = text.rpartition(" every ")
+    tail = f"{sep}{every}" if sep and len(every) <= 6 else ""
+    body = head if tail else text
+    return body[: max(1, width - len(tail) - 1)] + "…" + tail
+
+
+def _wrap(text: str, width: int, indent: str) -> list[str]:
+    """``text`` split at `` · `` into lines of at most ``width`` (a long part is cut)."""
+    lines: list[str] = []
+    current = ""
+    for part in text.split(" · "):
+        candidate = f"{current} · {part}" if current else part
+        if len(indent) + len(candidate) <= width or not current:
+            current = candidate
+        else:
+            lines.append(current)
+            current = part
+    if current:
+        lines.append(current)
+    return [fit(indent + line, width) for line in lines]
+
+
+def listing(data: dict[str, Any], *, wide: bool = False, width: int | None = None) -> str:
+    """``monitors list``: the monitors, then the daemon line and file errors.
+
+    Default (fits 80-100 columns, like ``kubectl get``): one line per monitor with
+    NAME, STATUS, SOURCE (cut with ``…``) and ACTION, its liveness (and owner when
+    it is another device) indented on the next line. ``wide`` (``kubectl get -o
+    wide``): one full line per monitor with CONDITION, OWNER and LIVENESS too.
+    ``width`` (default: the terminal's, at least 80) bounds the liveness lines.
+    """
+    if wide:
+        rows = []
+        for m in data["monitors"]:
+            name = m["name"] + (" [built-in]" if m["builtin"] else "")
+            rows.append([name, m["status"], m["source"], m["condition"], m["action"],
+                         m["owner"], m["livenessText"]])
+        lines = _table(["NAME", "STATUS", "SOURCE", "CONDITION", "ACTION", "OWNER",
+                        "LIVENESS"], rows)
+    else:
+        width = width or max(80, shutil.get_terminal_size((100, 24)).columns)
+        names = [fit(m["name"] + (" [built-in]" if m["builtin"] else ""), NAME_WIDTH)
+                 for m in data["monitors"]]
+        actions = [fit(m["action"], ACTION_WIDTH) for m in data["monitors"]]
+        used = max([4, *map(len, names)]) + max([6, *(len(m["status"]) for m in
+                                                        data["monitors"])]) \
+            + max([6, *map(len, actions)]) + 6
+        source_width = max(MIN_SOURCE_WIDTH, min(SOURCE_WIDTH, width - used))
+        rows = [[name, m["status"], fit(m["source"], source_width), action]
+                for name, action, m in zip(names, actions, data["monitors"], strict=True)]
+        table = _table(["NAME", "STATUS", "SOURCE", "ACTION"], rows)
+        lines = [table[0]]
+        for m, line in zip(data["monitors"], table[1:], strict=True):
+            lines.append(line)
+            detail = m["livenessText"]
+            if m["owner"] not in ("this device", "-", ""):
+                detail += f" · owner {m['owner']}"
+            lines.extend(_wrap(detail, width, "    "))
     daemon = data["daemon"]
     lines.append("")
     if daemon["running"]:
@@ -78,9 +142,11 @@ def view(data: dict[str, Any]) -> str:
         lines.append(f"  {key}:")
         for k in sorted(spec):
             if spec[k] not in (None, {}, []):
-                lines.append(f"    {k}: {json.dumps(spec[k], ensure_ascii=False)}")
-    for key, label in (("rateLimit", "rate limit"), ("labels", "labels"),
-                       ("device", "device"), ("devices", "devices")):
+                lines.append(f"    {k}: {_spec_value(k, spec[k])}")
+    rate = cfg.get("rateLimit")
+    if rate:
+        lines.append(f"  rate limit: {rate.get('max')} per {_spec_value('per', rate.get('per'))}")
+    for key, label in (("labels", "labels"), ("device", "device"), ("devices", "devices")):
         if cfg.get(key):
             lines.append(f"  {label}: {json.dumps(cfg[key])}")
     state = data.get("state")
@@ -95,6 +161,14 @@ def view(data: dict[str, Any]) -> str:
     for record in fires:
         lines.append("    " + fire_line(record))
     return "\n".join(lines) + "\n"
+
+
+def _spec_value(key: str, value: Any) -> str:
+    """A spec value for text: durations as ``10s`` (``durations.format``), else JSON."""
+    if key in DURATION_KEYS | {"per"} and isinstance(value, int | float) \
+            and not isinstance(value, bool):
+        return durations.format(float(value))
+    return json.dumps(value, ensure_ascii=False)
 
 
 def fire_line(record: dict[str, Any]) -> str:

@@ -21,8 +21,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import click
-
 from reconciler.planning.diff import SYMBOLS, Action, Change
 from reconciler.planning.plan import Plan
 
@@ -54,8 +52,16 @@ def _value(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _style(text: str, color: bool, **kwargs: Any) -> str:
-    return click.style(text, **kwargs) if color else text
+_SGR = {"red": "31", "green": "32", "yellow": "33", "blue": "34", "magenta": "35", "white": "37",
+        "cyan": "36"}
+
+
+def _style(text: str, color: bool, *, fg: str | None = None, bold: bool = False) -> str:
+    """ANSI SGR styling (the renderer stays free of click; the CLI decides ``color``)."""
+    codes = (["1"] if bold else []) + ([_SGR[fg]] if fg else [])
+    if not color or not codes:
+        return text
+    return f"\x1b[{';'.join(codes)}m{text}\x1b[0m"
 
 
 def change_lines(change: Change, *, color: bool) -> list[str]:
@@ -110,7 +116,17 @@ def text(plan: Plan, *, color: bool = False, show_unchanged: bool = False) -> st
     if plan.mass_stop:
         out.append(_style(f"Mass-stop guard: {plan.mass_stop}.", color, fg="red", bold=True))
         out.append("")
-    out.append(_style(plan.summary(), color, bold=True))
+    so_far = "\n".join(out)
+    unshown = [p for p in plan.problems if ": error: " in p and p not in so_far]
+    if unshown:
+        out.append("Errors:")
+        for line in unshown[:MAX_EXCLUDED]:
+            out.append(_style(f"    {line}", color, fg="red"))
+        if len(unshown) > MAX_EXCLUDED:
+            out.append(f"    ... and {len(unshown) - MAX_EXCLUDED} more (`monitors lint` lists "
+                       "all)")
+        out.append("")
+    out.append(_style(plan.summary(), color, bold=True, fg="red" if plan.error_files else None))
     return "\n".join(out) + "\n"
 
 

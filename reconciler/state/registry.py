@@ -286,7 +286,11 @@ def load_checked(state_dir: Path) -> tuple[Registry, str | None]:
         n = 0
         while (aside := file.with_name(f"{FILE_NAME}.corrupt-{n}")).exists():
             n += 1
-        os.replace(file, aside)
+        try:
+            os.replace(file, aside)
+        except OSError as e:  # a read-only state directory: report, never trace back
+            return Registry(), (f"{file}: corrupt running registry (taken as empty; cannot "
+                                f"move it aside: {e.strerror or e})")
         return Registry(), f"{file}: corrupt running registry moved aside to {aside.name}"
     return Registry.from_json(doc), None
 

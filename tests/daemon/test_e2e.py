@@ -43,10 +43,11 @@ def test_add_edit_break_delete(repo: Repo, daemons: Callable[..., Daemon]) -> No
     wait_for(lambda: "keep watched" in d.log_text(), what="keep logged", log=d.log)
     assert d.running()["watched"]["fingerprint"] == new_fp
     plan = d.cli("plan")
-    assert plan.returncode == 0, plan.stderr
+    # a file with an error makes plan exit 1 (Terraform), after printing the whole plan
+    assert plan.returncode == 1, plan.stderr
     assert "! watched is kept at its last applied version" in plan.stdout
     assert "watched.yml:" in plan.stdout and "error" in plan.stdout
-    assert "No changes." in plan.stdout
+    assert "No changes." in plan.stdout and "1 file has errors" in plan.stdout
     listing = d.cli("list", "--json")
     row = next(r for r in json.loads(listing.stdout)["monitors"] if r["name"] == "watched")
     assert row["status"] == "kept (file invalid)" and "watched.yml" in row["error"]
@@ -236,8 +237,12 @@ def test_mass_stop_is_held_by_daemon_and_refused_by_apply(
     wait_for(lambda: "HELD 4 stops" in d.log_text(), what="held", log=d.log)
     # the stops are held; the independent start still happened
     wait_for(lambda: set(d.running()) == {*names, "extra"}, what="extra started", log=d.log)
-    status = json.loads(d.cli("list", "--json").stdout)["daemon"]["held"]
+    listing = json.loads(d.cli("list", "--json").stdout)
+    status = listing["daemon"]["held"]
     assert {h["name"] for h in status} == set(names[:4])
+    # list says what is true: the held ones still run
+    rows = {r["name"]: r["status"] for r in listing["monitors"]}
+    assert rows["m0"] == "removed (stop HELD: still running)" and rows["m4"] == "running"
     plan = d.cli("plan", "--detailed-exitcode")
     assert plan.returncode == 2
     assert "HELD by the mass-stop guard" in plan.stdout

@@ -220,3 +220,113 @@ def test_registry_future_version_refused_and_corrupt_moved_aside(tmp_path: Path)
     reg, note = registry.load_checked(tmp_path)
     assert reg.entries == {} and note and "moved aside" in note
     assert (tmp_path / "running.json.corrupt-0").exists()
+
+
+# -- duplicates (one trigger fired twice): one runs, the others are held ----------------------
+
+
+def test_duplicates_one_is_planned_the_others_are_held() -> None:
+    d1, d2 = mon("d1"), mon("d2")
+    assert d1.fingerprint == d2.fingerprint
+    desired = plan_mod.desired_set({N("d2"): d2, N("d1"): d1}, owner=owner_here())
+    assert set(desired.monitors) == {"d1"}  # the first by name
+    assert desired.excluded[N("d2")].kind == "duplicate"
+    assert desired.excluded[N("d2")].reason == (
+        "duplicate of d1 (same fingerprint); set allowDuplicate: true if deliberate")
+    plan = plan_mod.make(desired, {}, device="me", daemon_running=True, generation=0,
+                         digest="")
+    assert [(c.name, c.action) for c in plan.changes] == [("d1", Action.START)]
+    assert plan.to_json()["excluded"] == [{"name": "d2", "kind": "duplicate",
+                                           "reason": desired.excluded[N("d2")].reason}]
+
+
+def test_declared_duplicates_run() -> None:
+    a = mon("a", allowDuplicate=True)
+    b, c = mon("b"), mon("c")
+    desired = plan_mod.desired_set({N("a"): a, N("b"): b}, owner=owner_here())
+    assert set(desired.monitors) == {"a", "b"}  # all but one declare it: deliberate
+    three = plan_mod.desired_set({N("a"): a, N("b"): b, N("c"): c}, owner=owner_here())
+    assert set(three.monitors) == {"a", "b"} and three.excluded[N("c")].kind == "duplicate"
+
+
+def test_paused_or_foreign_copies_are_not_duplicates_here() -> None:
+    d1 = mon("d1")
+    d2 = mon("d2", enabled=False)
+    d3 = mon("d3", device="box-2")
+    desired = plan_mod.desired_set({N("d1"): d1, N("d2"): d2, N("d3"): d3}, owner=owner_here())
+    assert set(desired.monitors) == {"d1"}
+    assert desired.excluded[N("d2")].kind == "disabled"
+    assert desired.excluded[N("d3")].kind == "elsewhere"
+
+
+def test_the_running_duplicate_keeps_running() -> None:
+    d1, d2 = mon("d1"), mon("d2")
+    desired = plan_mod.desired_set({N("d1"): d1, N("d2"): d2}, owner=owner_here(),
+                                   last_good={N("d2"): d2})
+    plan = plan_mod.make(desired, {N("d2"): d2}, device="me", daemon_running=True,
+                         generation=1, digest="")
+    changes = by_name(list(plan.changes))
+    assert set(changes) == {"d2"} and changes["d2"].action is Action.UNCHANGED
+    assert plan.excluded[N("d1")].reason.startswith("duplicate of d2 (same fingerprint)")
+    assert not plan.has_changes
+
+
+def test_a_running_copy_edited_into_a_duplicate_is_kept_at_its_applied_version() -> None:
+    d1, old_d2, new_d2 = mon("d1"), mon("d2", command="echo old"), mon("d2")
+    running = {N("d1"): d1, N("d2"): old_d2}
+    desired = plan_mod.desired_set({N("d1"): d1, N("d2"): new_d2}, owner=owner_here(),
+                                   last_good=running)
+    plan = plan_mod.make(desired, running, device="me", daemon_running=True, generation=1,
+                         digest="")
+    changes = by_name(list(plan.changes))
+    assert changes["d1"].action is Action.UNCHANGED
+    keep = changes["d2"]
+    assert keep.action is Action.KEEP and keep.monitor == old_d2
+    assert keep.reason == "duplicate of d1 (same fingerprint)"
+    assert keep.error == ("duplicate of d1 (same fingerprint); set allowDuplicate: true if "
+                          "deliberate")
+    assert not plan.has_changes
+
+
+# -- mass-stop guard: pauses and disables are deliberate ---------------------------------------
+
+
+def _paused(m: Monitor) -> Monitor:
+    from dataclasses import replace
+
+    return replace(m, pause=Pause(reason="quiet"), overlay=Path(f"overlays/{m.name}.yml"))
+
+
+def test_pausing_most_monitors_is_not_held() -> None:
+    ms = {f"m{i}": mon(f"m{i}", command=f"echo {i}") for i in range(5)}
+    desired = {k: (_paused(v) if k in ("m0", "m1", "m2") else v) for k, v in ms.items()}
+    plan = make(desired, ms)
+    assert plan.mass_stop is None
+    stops = [c for c in plan.changes if c.action is Action.STOP]
+    assert [c.name for c in stops] == ["m0", "m1", "m2"] and not any(c.held for c in stops)
+    disabled = {k: (mon(k, command=f"echo {k[1]}", enabled=False) if k != "m4" else v)
+                for k, v in ms.items()}
+    assert make(disabled, ms).mass_stop is None
+
+
+def test_removed_files_still_trip_the_guard_and_pauses_are_not_held_with_them() -> None:
+    ms = {f"m{i}": mon(f"m{i}", command=f"echo {i}") for i in range(5)}
+    desired = {"m0": _paused(ms["m0"]), "m4": ms["m4"]}  # m1..m3 removed, m0 paused
+    plan = make(desired, ms)
+    assert plan.mass_stop is not None and "3 of 5" in plan.mass_stop
+    held = {c.name: c.held for c in plan.changes if c.action is Action.STOP}
+    assert held == {"m0": False, "m1": True, "m2": True, "m3": True}
+
+
+# -- errors in files: the summary counts them ----------------------------------------------
+
+
+def test_summary_counts_files_with_errors() -> None:
+    plan = make({"a": mon("a")}, {}, error_files=["monitors.d/x.yml", "monitors.d/y.yml",
+                                                  "monitors.d/x.yml"])
+    assert plan.error_files == ("monitors.d/x.yml", "monitors.d/y.yml")
+    assert plan.summary().endswith(
+        "0 unchanged. 2 files have errors (`monitors lint` shows them).")
+    assert plan.to_json()["errorFiles"] == ["monitors.d/x.yml", "monitors.d/y.yml"]
+    clean = make({"a": mon("a")}, {"a": mon("a")})
+    assert clean.summary() == "No changes. 1 monitor runs as the repository says."

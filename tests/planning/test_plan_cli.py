@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
-from tests.conftest import Repo, run_cli
+from tests.conftest import ROOT, Repo, run_cli
 
 MON = """\
 source:
@@ -27,7 +29,7 @@ def test_plan_without_daemon(repo: Repo) -> None:
                "monitor: delta\npause:\n  until: '2020-01-01T00:00:00Z'\n")
     repo.write("monitors.d/broken.yml", "source: [unclosed\n")
     r = run_cli(["plan"], repo=repo)
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 1, r.output  # broken.yml has an error: Terraform's errors -> 1
     out = r.stdout
     assert "The daemon is not running: running state is empty" in out
     assert "+ alpha will be started: new file monitors.d/alpha.yml" in out
@@ -38,9 +40,10 @@ def test_plan_without_daemon(repo: Repo) -> None:
     assert "broken: file is invalid, never applied: " in out
     assert "\x1b[" not in out
     assert out.rstrip().endswith(
-        "Plan: 2 to start, 0 to replace, 0 to update, 0 to stop, 0 unchanged.")
+        "Plan: 2 to start, 0 to replace, 0 to update, 0 to stop, 0 unchanged. "
+        "1 file has errors (`monitors lint` shows them).")
 
-    assert run_cli(["plan", "--detailed-exitcode"], repo=repo).exit_code == 2
+    assert run_cli(["plan", "--detailed-exitcode"], repo=repo).exit_code == 1
     doc = json.loads(run_cli(["plan", "--json"], repo=repo).stdout)
     assert doc["format"] == "monitors-plan" and doc["version"] == 1
     assert doc["daemon"]["running"] is False and doc["generation"] == 0
@@ -50,7 +53,7 @@ def test_plan_without_daemon(repo: Repo) -> None:
 
     out_file = repo.root / "saved.json"
     r = run_cli(["plan", "--out", str(out_file)], repo=repo)
-    assert r.exit_code == 0 and "Saved the plan" in r.stdout
+    assert r.exit_code == 1 and "Saved the plan" in r.stdout
     saved = json.loads(out_file.read_text())
     assert saved["desiredDigest"] == doc["desiredDigest"]
     assert saved["commit"] is None  # not a git checkout
@@ -60,3 +63,130 @@ def test_plan_with_nothing_is_no_changes(repo: Repo) -> None:
     r = run_cli(["plan", "--detailed-exitcode"], repo=repo)
     assert r.exit_code == 0
     assert "No changes. 0 monitors run as the repository says." in r.stdout
+
+
+def test_plan_exits_1_when_files_have_errors_and_still_plans_the_rest(repo: Repo) -> None:
+    repo.write("monitors.d/alpha.yml", MON.format(word="alpha"))
+    for i in range(15):
+        repo.write(f"monitors.d/broken{i:02d}.yml", "source: [unclosed\n")
+    r = run_cli(["plan"], repo=repo)
+    assert r.exit_code == 1, r.output
+    assert "+ alpha will be started" in r.stdout
+    assert "broken00: file is invalid, never applied: " in r.stdout
+    assert r.stdout.rstrip().endswith(
+        "Plan: 1 to start, 0 to replace, 0 to update, 0 to stop, 0 unchanged. "
+        "15 files have errors (`monitors lint` shows them).")
+    assert run_cli(["plan", "--detailed-exitcode"], repo=repo).exit_code == 1
+    doc = json.loads(run_cli(["plan", "--json"], repo=repo).stdout)
+    assert len(doc["errorFiles"]) == 15
+
+
+def test_plan_detailed_exitcode_on_a_clean_repo(repo: Repo) -> None:
+    repo.write("monitors.d/alpha.yml", MON.format(word="alpha"))
+    assert run_cli(["plan"], repo=repo).exit_code == 0
+    assert run_cli(["plan", "--detailed-exitcode"], repo=repo).exit_code == 2
+
+
+def test_shipped_monitors_lint_and_plan_clean(tmp_path: Path) -> None:
+    """`make run` runs `monitors lint` and `monitors plan` on the shipped monitors."""
+    root = tmp_path / "shipped"
+    shutil.copytree(ROOT / "monitors.d", root / "monitors.d")
+    shutil.copytree(ROOT / "system", root / "system")
+    args = ["--root", str(root), "--state-dir", str(tmp_path / "state")]
+    assert run_cli([*args, "lint"]).exit_code == 0
+    r = run_cli([*args, "plan"])
+    assert r.exit_code == 0, r.output
+    assert "files have errors" not in r.stdout and "file has errors" not in r.stdout
+
+
+def test_duplicate_fingerprints_plan_one_and_hold_the_other(repo: Repo) -> None:
+    repo.write("monitors.d/d1.yml", MON.format(word="same"))
+    repo.write("monitors.d/d2.yml", MON.format(word="same"))
+    r = run_cli(["plan", "--json"], repo=repo)
+    assert r.exit_code == 1  # lint's duplicate-fingerprint error
+    doc = json.loads(r.stdout)
+    assert [(c["name"], c["action"]) for c in doc["changes"]] == [("d1", "start")]
+    assert doc["excluded"] == [{"name": "d2", "kind": "duplicate", "reason":
+                                "duplicate of d1 (same fingerprint); set allowDuplicate: "
+                                "true if deliberate"}]
+    text = run_cli(["plan"], repo=repo).stdout
+    assert "d2: duplicate of d1 (same fingerprint); set allowDuplicate: true if deliberate" \
+        in text
+    listing = json.loads(run_cli(["list", "--json"], repo=repo).stdout)
+    row = next(m for m in listing["monitors"] if m["name"] == "d2")
+    assert row["status"] == "duplicate (held)" and row["reason"].startswith("duplicate of d1")
+    assert "d2" in run_cli(["list"], repo=repo).stdout
+
+
+def test_apply_without_a_terminal_shows_the_plan_and_refuses(repo: Repo) -> None:
+    repo.write("monitors.d/alpha.yml", MON.format(word="alpha"))
+    r = run_cli(["apply"], repo=repo, input="")  # CliRunner's stdin is not a terminal
+    assert r.exit_code == 1
+    assert "+ alpha will be started" in r.stdout
+    assert r.stderr.strip() == ("error: no terminal to confirm on: pass --yes to apply "
+                                "without asking")
+    assert not (repo.state / "daemon.log").exists()  # no daemon was started
+    assert not (repo.state / "running.json").exists()
+    as_json = run_cli(["apply", "--json"], repo=repo)
+    assert as_json.exit_code == 1 and "no terminal to confirm on" in as_json.stderr
+    assert json.loads(as_json.stdout)["format"] == "monitors-plan"
+    assert not (repo.state / "daemon.log").exists()
+
+
+def test_apply_with_an_unwritable_state_dir_is_one_line(repo: Repo) -> None:
+    repo.write("monitors.d/alpha.yml", MON.format(word="alpha"))
+    # root ignores permission bits, so make the daemon log unwritable another way
+    (repo.state / "daemon.log").mkdir(parents=True)
+    r = run_cli(["apply", "--yes"], repo=repo)  # an OSError here used to be a traceback
+    assert r.exit_code == 1, r.output
+    [line] = r.stderr.strip().splitlines()
+    assert line.startswith(f"error: {repo.state / 'daemon.log'}: cannot write the daemon log:")
+    assert "--state-dir" in line and "Traceback" not in r.output
+
+
+def test_state_dir_below_a_file_is_one_line_everywhere(repo: Repo, tmp_path: Path) -> None:
+    repo.write("monitors.d/alpha.yml", MON.format(word="alpha"))
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    state = ["--root", str(repo.root), "--state-dir", str(blocker / "state")]
+    for args in (["plan"], ["apply", "--yes"], ["list"], ["view", "alpha"], ["run", "--once"]):
+        r = run_cli([*state, *args])  # run_cli fails the test on a traceback (exit 3)
+        assert r.exit_code == 1, (args, r.output)
+        assert len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
+    for args in (["runs", "alpha"], ["logs", "alpha"]):  # nothing to read: no fires
+        r = run_cli([*state, *args])
+        assert r.exit_code == 0 and r.stdout == "alpha: no fires yet\n", (args, r.output)
+
+
+def test_view_shows_durations_and_json_keeps_seconds(repo: Repo) -> None:
+    repo.write("monitors.d/alpha.yml", MON.format(word="alpha") + "rateLimit: {max: 5, per: 1m}\n")
+    r = run_cli(["view", "alpha"], repo=repo)
+    assert r.exit_code == 0, r.output
+    assert "    interval: 30s\n" in r.stdout and "interval: 30.0" not in r.stdout
+    assert "  rate limit: 5 per 1m\n" in r.stdout
+    doc = json.loads(run_cli(["view", "alpha", "--json"], repo=repo).stdout)
+    assert doc["config"]["source"]["interval"] == 30.0
+    assert doc["config"]["rateLimit"] == {"max": 5, "per": 60.0}
+
+
+def test_list_fits_100_columns_and_wide_and_json_keep_everything(repo: Repo) -> None:
+    long_cmd = "[sh, -c, 'gh pr checks 1119 --json name,bucket --jq .[].bucket | sort | uniq']"
+    repo.write("monitors.d/a-rather-long-monitor-name.yml",
+               "source:\n  type: poll\n  command: " + long_cmd + "\n  interval: 30s\n"
+               "condition:\n  mode: match\n  match: 'fail|error|cancelled'\n"
+               "action:\n  type: webhook-out\n  url: https://hooks.example.com/services/T000/B000/"
+               "XXXXXXXXXXXXXXXXXXXXXXXX\n")
+    repo.write("monitors.d/other.yml", MON.format(word="x") + "device: box-2\n")
+    r = run_cli(["list"], repo=repo, env={"COLUMNS": "100"})
+    assert r.exit_code == 0
+    table = r.stdout.split("\n\n")[0].splitlines()
+    assert max(len(line) for line in table) <= 100, r.stdout
+    assert table[0].split() == ["NAME", "STATUS", "SOURCE", "ACTION"]
+    assert "…" in r.stdout and "every 30s" in r.stdout
+    assert "    never polled" in r.stdout and "owner box-2" in r.stdout
+    wide = run_cli(["list", "--wide"], repo=repo).stdout
+    assert "CONDITION" in wide.splitlines()[0] and "match /fail|error|cancelled/" in wide
+    doc = json.loads(run_cli(["list", "--json"], repo=repo).stdout)
+    row = doc["monitors"][0]
+    assert set(row) >= {"name", "source", "condition", "action", "owner", "livenessText"}
+    assert row["source"].startswith("poll: sh -c gh pr checks")
