@@ -49,6 +49,12 @@ LOG = logging.getLogger("monitors.actions")
 MAX_QUEUE = 100  # queued runs per monitor (overlap: queue); further fires are skipped
 
 
+async def _render(text: str, ctx: dict[str, Any]) -> str:
+    """``templating.render`` in a worker thread: even a template that spends its whole
+    budget (``templating.RENDER_SECONDS``) never holds the event loop up."""
+    return await asyncio.to_thread(templating.render, text, ctx)
+
+
 class FireGuard(Protocol):
     """What the dispatcher tells the guard (``guards.Guards``) when a fire ends."""
 
@@ -249,14 +255,14 @@ class Dispatcher:
             if kind in (ActionType.RUN, ActionType.ROUTINE):
                 if kind == ActionType.RUN:
                     spec = agents.for_run(action, self.config)
-                    prompt = templating.render(str(action.get("prompt", "")), ctx)
+                    prompt = await _render(str(action.get("prompt", "")), ctx)
                 else:
                     spec = routine.resolve(action, self.config)
-                    prompt = templating.render(routine.prompt(action), ctx)
+                    prompt = await _render(routine.prompt(action), ctx)
                 await self._admit(_Job(monitor, event, kind, spec, prompt))
             elif kind == ActionType.NOTIFY:
                 channels = self.notifier.channels_for(action.get("channel"))
-                message = templating.render(
+                message = await _render(
                     str(action.get("message") or "{{ monitor.name }}: {{ event }}"), ctx)
                 self._spawn(self._notify(monitor, event, channels, message, extra),
                             f"notify:{monitor.name}:{event.id}")

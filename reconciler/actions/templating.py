@@ -29,8 +29,11 @@ a loop over ``groups``, stays orders of magnitude below each limit):
 
 Time and steps are counted by a ``sys.settrace`` function installed only for the
 duration of ``render`` in the rendering thread; it raises out of Jinja's compiled
-code when a budget is spent (measured overhead on a normal template: see
-``bench/bench_templating.py``). Size is checked *before* the operations that
+code when a budget is spent. Measured cost on a normal two-line message template:
+about 0.08-0.14 ms per render with the budget against 0.014 ms without (median of
+7 x 2,000 renders); a render that spends the whole step budget takes about 0.4 s.
+Renders run off the event loop (``dispatch`` uses a worker thread), but the
+budget holds in any thread. Size is checked *before* the operations that
 multiply it: the ``*``, ``**``, ``+`` and ``%`` operators (``intercepted_binops``),
 ``~`` (checked on its result, whose parts are already bounded), the ``str``
 methods ``center ljust rjust zfill expandtabs replace join format format_map``,
@@ -257,11 +260,10 @@ class BudgetedSandbox(SandboxedEnvironment):
         _check_binop(operator, left, right)
         return super().call_binop(context, operator, left, right)
 
-    def call(__self, __context: Context, __obj: Any,  # noqa: N805 (Jinja's signature)
-             *args: Any, **kwargs: Any) -> Any:
-        if isinstance(__obj, types.BuiltinMethodType):
-            _check_method(__obj, args, kwargs)
-        return super().call(__context, __obj, *args, **kwargs)
+    def call(self, context: Context, obj: Any, /, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(obj, types.BuiltinMethodType):
+            _check_method(obj, args, kwargs)
+        return super().call(context, obj, *args, **kwargs)
 
     def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
         wrapper = super().wrap_str_format(value)

@@ -1,7 +1,9 @@
 """``monitors test NAME [--json] [--replay FILE]``: evaluate one monitor, act on nothing.
 
 A dry run observes the source once and decides against the stored state
-(``daemon.evaluator.dry_run``); ``--replay`` feeds scripted observations through
+(``daemon.evaluator.dry_run``) and renders the action's template within the
+render budgets (``actions.templating``; a template that breaks them, or any
+render error, exits 1 with one line); ``--replay`` feeds scripted observations through
 the real condition logic from an empty state (``conditions.replay``). Neither
 takes an action nor writes a byte of state.
 """
@@ -109,7 +111,7 @@ def _dry_run(settings: Settings, monitor: Monitor) -> Any:
     return asyncio.run(go())
 
 
-def _as_json(result: Any) -> dict[str, Any]:
+def _as_json(result: Any, preview: dict[str, Any] | None = None) -> dict[str, Any]:
     d, obs = result.decision, result.observation
     data: dict[str, Any] = {
         "monitor": result.monitor.name,
@@ -129,11 +131,11 @@ def _as_json(result: Any) -> dict[str, Any]:
         data["observation"] = {"text": obs.text, "meta": dict(obs.meta),
                                "afterIgnore": d.observation if d else obs.text}
     if result.event is not None:
-        data["action"] = action_preview(result.monitor, result.event)
+        data["action"] = preview or action_preview(result.monitor, result.event)
     return data
 
 
-def _text(result: Any) -> str:
+def _text(result: Any, preview: dict[str, Any] | None = None) -> str:
     monitor = result.monitor
     lines = [f"Dry run: {monitor.name}", "", f"  {summary_line(monitor)}", ""]
     obs, d = result.observation, result.decision
@@ -166,13 +168,13 @@ def _text(result: Any) -> str:
     lines.append(f"  signature: {event.signature}")
     if event.groups:
         lines.append(f"  groups: {json.dumps(list(event.groups), ensure_ascii=False)}")
-    preview = action_preview(monitor, event)
+    preview = preview or action_preview(monitor, event)
     lines.append(f"  → {preview['text']}")
     for key in ("prompt", "message"):
         if key in preview:
             lines += [f"    {line}" for line in str(preview[key]).splitlines()]
     if "error" in preview:
-        lines.append(f"    {preview['error']}")
+        lines.append(f"    error: {preview['error']}")
     lines += ["", "(dry run: no action taken, no state written)"]
     return "\n".join(lines) + "\n"
 
@@ -230,10 +232,18 @@ def command(ctx: click.Context, name: str, as_json: bool, replay_file: Path | No
     if replay_file is not None:
         return _replay(monitor, replay_file, as_json)
     result = _dry_run(settings, monitor)
+    # Rendered once (a template may spend its whole budget, templating.RENDER_SECONDS).
+    preview = (action_preview(result.monitor, result.event)
+               if result.event is not None and not result.error else None)
+    render_error = preview.get("error") if preview else None
     if as_json:
-        click.echo(json.dumps(_as_json(result), indent=2, ensure_ascii=False, default=str))
-        return int(errors.ExitCode.ERROR) if result.error else int(errors.ExitCode.OK)
+        click.echo(json.dumps(_as_json(result, preview), indent=2, ensure_ascii=False,
+                              default=str))
+        failed = result.error or render_error
+        return int(errors.ExitCode.ERROR) if failed else int(errors.ExitCode.OK)
     if result.error:
         raise errors.MonitorsError(f"{name}: source check failed: {result.error}")
-    click.echo(_text(result), nl=False)
+    click.echo(_text(result, preview), nl=False)
+    if render_error:
+        raise errors.MonitorsError(f"{name}: the action would fail: {render_error}")
     return int(errors.ExitCode.OK)

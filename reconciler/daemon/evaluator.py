@@ -23,7 +23,11 @@ Promises:
   it was. Check errors never change the condition state.
 * **Cheap heartbeats.** Liveness is counted in memory and flushed every
   ``state.store.LIVENESS_FLUSH_INTERVAL`` seconds in a worker thread; durable
-  writes always run in worker threads, never on the loop.
+  writes always run in worker threads, never on the loop. The one exception to
+  the coalescing: the first check of each started (or replaced) evaluator is
+  flushed at once, before ``wait_first_poll`` reports it, so what ``apply``
+  reports and what ``list`` reads from ``liveness.json`` agree. First checks that
+  come together share one flush (``_flush_first``).
 * **Refusals are explicit.** A future-version state record, a push source (ws,
   webhook: validated but not evaluated yet) or a permanent source error parks the
   monitor: it stays in ``running()`` with its reason in ``parked``; it is not polled.
@@ -211,6 +215,7 @@ class Engine:
         self._starting: list[_Entry] = []
         self._batch: asyncio.Handle | None = None
         self._closed = False
+        self._first_flush: asyncio.Future[None] | None = None
 
     # -- public API -----------------------------------------------------------
 
@@ -481,11 +486,33 @@ class Engine:
                 f"{type(e).__name__}: {e}", kind="internal"))
         return await self._evaluate(entry, observation)
 
+    async def _flush_first(self, entry: _Entry) -> None:
+        """Write liveness now when this was the first check of a started evaluator.
+
+        Requests made in the same loop iteration share one flush (worker thread); a
+        request made while a flush runs starts the next one, so the check it made
+        is always in a flush that starts after it."""
+        if entry.polls != 1 or self._entries.get(entry.monitor.name) is not entry:
+            return
+        if self._first_flush is None:
+            self._first_flush = asyncio.ensure_future(self._run_first_flush())
+        with contextlib.suppress(Exception):
+            await asyncio.shield(self._first_flush)
+
+    async def _run_first_flush(self) -> None:
+        await asyncio.sleep(0)  # let the first checks of this loop iteration join
+        self._first_flush = None  # later requests start the next flush
+        try:
+            await asyncio.to_thread(self.store.flush)
+        except Exception:  # the periodic flush retries; never fail a poll over it
+            log.exception("liveness flush after a first check failed")
+
     async def _check_failed(self, entry: _Entry, error: errors.SourceError) -> PollResult:
         name = entry.monitor.name
         message = str(error)
         entry.polls += 1
         self.store.record_check(name, ok=False, error=message, at=self.clock())
+        await self._flush_first(entry)
         self._first_done(entry, FirstPoll(False, message))
         if error.permanent:
             self._park(entry, message)
@@ -542,6 +569,7 @@ class Engine:
         monitor = entry.monitor
         entry.polls += 1
         self.store.record_check(monitor.name, ok=True, error=None, at=at)
+        await self._flush_first(entry)
         if entry.counted or not entry.first.done():
             self._first_done(entry, FirstPoll(True))
         if self.guard is not None:

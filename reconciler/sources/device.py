@@ -52,11 +52,13 @@ def split_address(address: str) -> tuple[str, int]:
     """``host:port`` (``[v6]:port`` too) -> (host, port).
 
     Raises:
-        ValueError: no port.
+        ValueError: no host or port, or a port outside 1-65535.
     """
     host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit():
+    if not sep or not port.isdigit() or not host.strip("[]"):
         raise ValueError(f"address {address!r} is not host:port")
+    if not 0 < int(port) <= 65535:
+        raise ValueError(f"address {address!r}: port {int(port)} is outside 1-65535")
     return host.strip("[]"), int(port)
 
 
@@ -90,6 +92,9 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
         with contextlib.suppress(OSError):
             await writer.wait_closed()
         reach = "reachable"
+    except (ValueError, UnicodeError, OverflowError) as e:  # a host the resolver refuses
+        raise errors.SourceError(f"device {name!r}: address {device.address!r}: {e}",
+                                 kind="config", permanent=True) from None
     except (TimeoutError, OSError) as e:
         reach = "unreachable"
         meta["error"] = type(e).__name__ + (f": {e}" if str(e) else "")

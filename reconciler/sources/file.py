@@ -7,7 +7,11 @@
   trailing ``/``;
 * a missing path: the observation ``missing`` (not an error: a file appearing or
   disappearing is what users watch for);
-* unreadable (permissions, I/O error): a check error of kind ``unreadable``.
+* unreadable (permissions, I/O error): a check error of kind ``unreadable``;
+* a FIFO, socket or device: a check error of kind ``unreadable`` naming the file
+  type (it is never opened for reading, so a FIFO cannot block a worker thread);
+  the file is opened with ``O_NONBLOCK`` and checked again after opening;
+* a path the OS cannot take (a NUL byte): a permanent check error of kind ``config``.
 
 Reads run in a worker thread with the spec's ``timeout`` as a deadline.
 """
@@ -30,6 +34,14 @@ if TYPE_CHECKING:
 MISSING = "missing"
 
 
+def _special(path: Path, mode: int) -> errors.SourceError:
+    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+    what = next((name for test, name in kinds if test(mode)), "not a regular file")
+    return errors.SourceError(f"{path}: is {what}; only regular files and directories "
+                              "are watched", kind="unreadable")
+
+
 def read(path: Path, max_bytes: int) -> Observation:
     """Observe ``path`` synchronously (see the module docstring).
 
@@ -44,6 +56,10 @@ def read(path: Path, max_bytes: int) -> Observation:
         return Observation(MISSING, {"exists": False})
     except OSError as e:
         raise errors.SourceError(f"{path}: {e.strerror or e}", kind="unreadable") from e
+    except ValueError as e:  # a NUL byte in the path
+        raise errors.SourceError(f"{str(path)!r}: {e}", kind="config", permanent=True) from None
+    if not stat.S_ISDIR(st.st_mode) and not stat.S_ISREG(st.st_mode):
+        raise _special(path, st.st_mode)
     meta: dict[str, Any] = {"exists": True, "mtime": st.st_mtime}
     try:
         if stat.S_ISDIR(st.st_mode):
@@ -54,7 +70,11 @@ def read(path: Path, max_bytes: int) -> Observation:
             entries.sort()
             meta.update(kind="directory", entries=len(entries))
             return Observation("\n".join(entries), meta)
-        with path.open("rb") as f:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+        with os.fdopen(fd, "rb") as f:
+            mode = os.fstat(f.fileno()).st_mode
+            if not stat.S_ISREG(mode):  # replaced between stat and open
+                raise _special(path, mode)
             data = f.read(max_bytes + 1)
     except FileNotFoundError:
         return Observation(MISSING, {"exists": False})

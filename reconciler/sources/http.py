@@ -9,6 +9,11 @@
 * Redirects are not followed unless ``followRedirects: true``; TLS is verified.
 * DNS, connect, TLS, protocol and timeout failures are check errors whose message
   names the exception class; the body is capped at ``maxBytes`` (``truncated``).
+* A URL that cannot be requested at all (unparsable, no host, a port outside
+  0-65535) or a header that cannot be sent (a name that is not an RFC 9110 token,
+  a value with CR/LF/NUL or outside ASCII) is a permanent check error of kind
+  ``url`` or ``config`` with one line (``check_url``, ``check_headers``): retrying
+  cannot help, and no foreign exception ever leaves this module for them.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ if TYPE_CHECKING:
     from reconciler.sources import SourceContext
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 section 5.6.2
 REDACTED = "<redacted>"
 
 
@@ -53,6 +59,44 @@ def expand_headers(headers: Mapping[str, str]) -> dict[str, str]:
 
         out[name] = _ENV.sub(sub, value)
     return out
+
+
+def check_url(url: str) -> httpx.URL:
+    """Parse ``url`` for a GET: http(s), a host, a port in 0-65535.
+
+    Raises:
+        errors.SourceError: kind ``url``, permanent, one line naming what is wrong.
+    """
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, ValueError, TypeError) as e:
+        raise errors.SourceError(f"{url}: not a valid URL: {e}", kind="url",
+                                 permanent=True) from None
+    if parsed.scheme not in ("http", "https"):
+        raise errors.SourceError(f"{url}: the scheme must be http or https", kind="url",
+                                 permanent=True)
+    if not parsed.host:
+        raise errors.SourceError(f"{url}: no host in the URL", kind="url", permanent=True)
+    if parsed.port is not None and not 0 < parsed.port <= 65535:
+        raise errors.SourceError(f"{url}: port {parsed.port} is outside 1-65535", kind="url",
+                                 permanent=True)
+    return parsed
+
+
+def check_headers(headers: Mapping[str, str]) -> None:
+    """Refuse headers that cannot be sent (names are shown, values never).
+
+    Raises:
+        errors.SourceError: kind ``config``, permanent.
+    """
+    for name, value in headers.items():
+        if not _TOKEN.fullmatch(name):
+            raise errors.SourceError(f"header {name!r}: not a valid header name",
+                                     kind="config", permanent=True)
+        if any(c in value for c in "\r\n\0") or not value.isascii():
+            raise errors.SourceError(
+                f"header {name}: the value has a line break, NUL or non-ASCII character",
+                kind="config", permanent=True)
 
 
 def redacted_headers(headers: Mapping[str, str]) -> dict[str, str]:
@@ -82,18 +126,28 @@ def _classify(exc: BaseException) -> str:
     return "http"
 
 
+def _leaf(exc: BaseException) -> BaseException:
+    """The first non-group exception inside ``exc`` (``exc`` itself when not a group)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
 async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
     """GET ``source.url`` once.
 
     Raises:
-        errors.SourceError: kind ``config`` (unset ``${ENV}``), ``timeout``, ``dns``,
-            ``connect``, ``tls``, ``protocol`` or ``http``.
+        errors.SourceError: kind ``url`` or ``config`` (permanent: a bad URL or header;
+            an unset ``${ENV}`` is not permanent), ``timeout``, ``dns``, ``connect``,
+            ``tls``, ``protocol`` or ``http``.
     """
     spec = monitor.source
     url = str(spec["url"])
     timeout = float(spec["timeout"])
     limit = int(spec["maxBytes"])
+    check_url(url)
     headers = expand_headers(spec.get("headers") or {})
+    check_headers(headers)
     body = process.Capped(limit)
     async with ctx.http_slots:
         started = time.monotonic()
@@ -117,6 +171,17 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
             raise errors.SourceError(
                 f"GET {url}: no complete response within {timeout:g}s", kind="timeout"
             ) from None
+        except (httpx.InvalidURL, httpx.UnsupportedProtocol) as e:
+            # ``url`` passed check_url: this came from a redirect's Location, which the
+            # server may fix, so it is not permanent.
+            raise errors.SourceError(f"GET {url}: {e}", kind="url") from None
+        except (ValueError, TypeError, OverflowError, ExceptionGroup) as e:
+            # What httpx/anyio let through for input they cannot use (an IDNA label, a
+            # redirect to port 99999, raised as an ExceptionGroup by the connect race):
+            # one line, never a traceback.
+            leaf = _leaf(e)
+            raise errors.SourceError(f"GET {url}: {type(leaf).__name__}: {leaf}",
+                                     kind="url") from None
         except httpx.HTTPError as e:
             kind = _classify(e)
             detail = str(e) or type(e).__name__

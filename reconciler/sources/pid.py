@@ -11,7 +11,9 @@ The default condition fires on ``exited`` (``config.normalize``). Arming rules
   and poison the baseline.
 
 A zombie (exited, not yet reaped) counts as exited. A pid owned by another user
-(``EPERM``) counts as running.
+(``EPERM``) counts as running. A pid outside ``1..PID_MAX`` (0 and negative
+numbers address process groups in ``kill(2)``) is a permanent check error of kind
+``config``, never a foreign exception.
 """
 
 from __future__ import annotations
@@ -28,16 +30,21 @@ from reconciler.model import Monitor, Observation
 if TYPE_CHECKING:
     from reconciler.sources import SourceContext
 
+PID_MAX = 4194304
+"""Linux's largest ``pid_max`` (``kernel/pid.c``: ``PID_MAX_LIMIT``)."""
+
 RUNNING = "running"
 EXITED = "exited"
 NOT_YET_SPAWNED = "notyetspawned"
 
 
 def alive(pid: int) -> bool:
-    """True when ``pid`` exists and is not a zombie."""
+    """True when ``pid`` (``1..PID_MAX``) exists and is not a zombie."""
+    if not 0 < pid <= PID_MAX:
+        return False
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):
         return False
     except PermissionError:
         return True
@@ -55,10 +62,13 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
 
     Raises:
         errors.SourceError: kind ``dead`` (permanent) when arming on a dead pid
-            without ``force``.
+            without ``force``; kind ``config`` (permanent) for a pid out of range.
     """
     spec = monitor.source
     pid = int(spec["pid"])
+    if not 0 < pid <= PID_MAX:
+        raise errors.SourceError(f"pid {pid} is outside 1-{PID_MAX}", kind="config",
+                                 permanent=True)
     force = bool(spec.get("force"))
     store = ctx.store
     marker = store.pid_marker(monitor.name) if store is not None else None

@@ -5,10 +5,18 @@ Shared by ``poll`` (run to completion) and ``command`` (long-running). Rules:
 * a string command runs as ``/bin/sh -c STRING``; a list is argv (no shell);
 * every command gets its own session (``start_new_session``), so a timeout or a
   stop kills the whole process group, grandchildren included (``killpg``);
-* stdout is capped at ``maxBytes`` (the rest is read and dropped, ``truncated``
-  set) and decoded as UTF-8 with replacement whatever the locale;
+* stdout is capped at ``maxBytes`` and decoded as UTF-8 with replacement whatever
+  the locale. ``run``: once the cap is passed the rest is read and dropped for at
+  most ``CAP_GRACE`` seconds while the command may still exit by itself; then its
+  process group is killed and the capped output returned (``truncated``), so
+  endless output (``yes``) is an observation, not a timeout;
 * once the command exits, its output is drained for at most ``DRAIN_GRACE``
-  seconds: a background grandchild that keeps the pipe open cannot hang a poll.
+  seconds: a background grandchild that keeps the pipe open cannot hang a poll;
+* a poll is run to completion: when ``run`` returns or raises (exit, cap, timeout,
+  cancel) whatever is left of the command's process group is killed, so
+  ``sleep 300 & echo started`` leaves no orphan behind;
+* a spec the OS refuses (missing program, bad ``cwd``, a NUL byte or ``=`` in
+  ``env``) is a check error of kind ``spawn``, never a foreign exception.
 
 Spawns use the default asyncio loop (uvloop forks and spawned far slower with a
 large parent, measured).
@@ -29,6 +37,7 @@ from typing import Any
 from reconciler import errors
 
 DRAIN_GRACE = 0.25
+CAP_GRACE = 0.25
 STDERR_TAIL = 2000
 CHUNK = 65536
 
@@ -115,6 +124,9 @@ async def spawn(spec: Mapping[str, Any], *, limit: int = CHUNK) -> Child:
         target = e.filename or args[0]
         raise errors.SourceError(f"cannot start {args[0]!r}: {target}: {what}",
                                  kind="spawn") from e
+    except (ValueError, TypeError) as e:  # a NUL byte or '=' in env, cwd or argv
+        raise errors.SourceError(f"cannot start {args[0]!r}: {e}", kind="spawn",
+                                 permanent=True) from None
     return Child(asyncio.subprocess.Process(transport, protocol, loop), protocol.exited)
 
 
@@ -185,8 +197,31 @@ def decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+async def _pump_capped(stream: asyncio.StreamReader | None, sink: Capped) -> None:
+    """Read into ``sink`` until EOF or until it is past its cap (``truncated``)."""
+    if stream is None:
+        return
+    while not sink.truncated:
+        chunk = await stream.read(CHUNK)
+        if not chunk:
+            return
+        sink.add(chunk)
+
+
+async def _discard(stream: asyncio.StreamReader | None) -> None:
+    if stream is None:
+        return
+    while await stream.read(CHUNK):
+        pass
+
+
 async def run(spec: Mapping[str, Any], *, timeout: float, max_bytes: int) -> Completed:
     """Run ``spec["command"]`` to completion within ``timeout`` seconds.
+
+    The process group is killed when this returns or raises (see the module
+    docstring). Output past ``max_bytes`` is dropped; a command still writing
+    ``CAP_GRACE`` seconds after passing the cap is killed and its capped output is
+    returned (``truncated``; ``exit_code`` is then ``-9``, the signal).
 
     Raises:
         errors.SourceError: kind ``spawn`` (cannot start) or ``timeout`` (the process
@@ -195,11 +230,19 @@ async def run(spec: Mapping[str, Any], *, timeout: float, max_bytes: int) -> Com
     started = time.monotonic()
     child = await spawn(spec)
     out, err = Capped(max_bytes), Tail(STDERR_TAIL)
-    readers = [asyncio.ensure_future(_pump(child.proc.stdout, out)),
-               asyncio.ensure_future(_pump(child.proc.stderr, err))]
+    stdout = asyncio.ensure_future(_pump_capped(child.proc.stdout, out))
+    readers = [stdout, asyncio.ensure_future(_pump(child.proc.stderr, err))]
     try:
         try:
             async with asyncio.timeout(timeout):
+                await asyncio.wait([stdout, child.exited], return_when=asyncio.FIRST_COMPLETED)
+                if out.truncated and not child.exited.done():
+                    # Past the cap: drop the rest briefly (it may be about to exit), then
+                    # stop it. Endless output is an observation, not a timeout.
+                    readers.append(asyncio.ensure_future(_discard(child.proc.stdout)))
+                    await asyncio.wait([child.exited], timeout=CAP_GRACE)
+                    if not child.exited.done():
+                        kill_group(child)
                 code = await child.wait_exit()
         except TimeoutError:
             kill_group(child)
@@ -213,6 +256,8 @@ async def run(spec: Mapping[str, Any], *, timeout: float, max_bytes: int) -> Com
         remaining = max(0.0, timeout - (time.monotonic() - started))
         await asyncio.wait(readers, timeout=min(DRAIN_GRACE, remaining) or 0.01)
     finally:
+        # Run to completion: nothing the poll started outlives it (also on cancel).
+        kill_group(child)
         for reader in readers:
             reader.cancel()
         await asyncio.gather(*readers, return_exceptions=True)
