@@ -15,9 +15,10 @@ Text that came from a watched source never goes through a shell.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 
@@ -84,6 +85,24 @@ class SourceContext:
     async def aclose(self) -> None:
         """Close the HTTP client."""
         await self.http.aclose()
+
+    def resolve(self, text: str) -> Path:
+        """A source path as written (``file.path``, ``cwd``): ``~`` expanded, and a relative
+        path taken from the repository root (not the daemon's working directory), so a
+        monitor means the same thing whoever starts the daemon and from where."""
+        path = Path(text).expanduser()
+        if not path.is_absolute() and self.settings is not None:
+            path = self.settings.root / path
+        return path
+
+    def process_spec(self, spec: Mapping[str, Any]) -> dict[str, Any]:
+        """``spec`` with ``cwd`` resolved (``resolve``); no ``cwd`` means the repository root."""
+        cwd = spec.get("cwd")
+        if cwd:
+            return {**spec, "cwd": str(self.resolve(str(cwd)))}
+        if self.settings is not None:
+            return {**spec, "cwd": str(self.settings.root)}
+        return dict(spec)
 
 
 class Source(Protocol):

@@ -56,7 +56,7 @@ async def stream(monitor: Monitor, ctx: SourceContext) -> AsyncGenerator[StreamI
     The caller stops the stream with ``aclose()`` (or by cancelling its task); the
     process group is killed then.
     """
-    spec = monitor.source
+    spec = ctx.process_spec(monitor.source)
     limit = int(spec["maxBytes"])
     base = float(spec.get("backoff") or 1.0)
     delay = base

@@ -92,7 +92,7 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
         errors.SourceError: kind ``unreadable`` or ``timeout``.
     """
     spec = monitor.source
-    path = Path(str(spec["path"])).expanduser()
+    path = ctx.resolve(str(spec["path"]))
     timeout = float(spec["timeout"])
     try:
         async with asyncio.timeout(timeout):

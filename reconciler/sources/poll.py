@@ -34,7 +34,7 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
         errors.SourceError: kind ``spawn`` (cannot start; for a shell command also
             exit 126 or 127) or ``timeout``.
     """
-    spec = monitor.source
+    spec = ctx.process_spec(monitor.source)
     done = await process.run(spec, timeout=float(spec["timeout"]),
                              max_bytes=int(spec["maxBytes"]))
     if isinstance(spec["command"], str) and done.exit_code in SHELL_START_FAILURES:
