@@ -189,8 +189,13 @@ def _replay(monitor: Monitor, file: Path, as_json: bool) -> int:
                         Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except OSError as e:
         raise errors.UsageError(f"{file}: cannot read: {e.strerror or e}") from e
-    except (yaml.YAMLError, UnicodeDecodeError) as e:
-        raise errors.ConfigError(f"{file}: invalid YAML: {e}") from e
+    except UnicodeDecodeError as e:
+        raise errors.ConfigError(f"{file}: not UTF-8: {e.reason}") from e
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{file}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(file)
+        what = getattr(e, "problem", None) or str(e)
+        raise errors.ConfigError(f"{where}: invalid YAML: {what}") from e
     steps = replay.parse(doc, file=str(file))
     results = replay.replay(monitor, steps)
     mismatches = sum(1 for r in results if r.mismatch)

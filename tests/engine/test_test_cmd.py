@@ -169,3 +169,12 @@ def test_ignore_end_to_end_in_engine_normalization() -> None:
                            "condition": {"ignore": ["a+"]}, "action": {"type": "notify"}},
                           name="n")
     assert m.condition["ignore"] == ["a+"]
+
+
+def test_replay_yaml_error_names_file_line_col(repo: Repo) -> None:
+    repo.write("monitors.d/ci-red.yml", CI_RED)
+    f = repo.write("replay.yml", "steps:\n  - text: a\n  - text: [b\n")
+    r = run_cli(["test", "ci-red", "--replay", str(f)], repo=repo)
+    assert r.exit_code == 1
+    assert f"{f}:4:1: invalid YAML:" in r.stderr
+    assert "<unicode string>" not in r.stderr
