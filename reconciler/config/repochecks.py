@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from reconciler import errors
-from reconciler.config import loader
+from reconciler.config import loader, yamlload
 from reconciler.config import problems as P
 from reconciler.config.problems import Problem
 from reconciler.model import Monitor, MonitorName
@@ -63,8 +63,10 @@ def system_modified(settings: Settings) -> list[Problem]:
 def unknown_devices(settings: Settings,
                     monitors: Mapping[MonitorName, Monitor]) -> list[Problem]:
     """Warnings (rule ``unknown-device``) for device sources and owner pins naming a
-    device that ``fleet.yaml`` does not list. Without a fleet file only ``device``
-    sources are checked (their address can only come from the fleet file)."""
+    device that ``fleet.yaml`` does not list, at the offending node: the file's
+    ``source.device``, ``device`` or ``devices[i]``, or the pin of the overlay that
+    placed it. Without a fleet file only ``device`` sources are checked (their address
+    can only come from the fleet file); this device's own name is always known."""
     wanted = [m for m in monitors.values()
               if m.source.get("type") == "device" or m.device or m.devices]
     if not wanted:
@@ -75,20 +77,42 @@ def unknown_devices(settings: Settings,
         fleet = fleet_file.load(settings.fleet_file)
     except errors.ConfigError as e:
         return [P.error(loader.display(settings.fleet_file), 1, 1, "", str(e), "settings")]
-    known = {d.name for d in fleet.devices}
+    listed = {d.name for d in fleet.devices}
+    known = listed | {settings.device}
     out: list[Problem] = []
     for m in sorted(wanted, key=lambda m: m.name):
-        file = loader.display(m.origin)
-        if m.source.get("type") == "device" and m.source["device"] not in known:
+        if m.source.get("type") == "device" and m.source["device"] not in listed:
             where = "the fleet file lists no such device" if fleet.exists else (
                 f"there is no fleet file ({loader.display(settings.fleet_file)}) to give its "
                 "address")
-            out.append(P.warning(file, m.line, 1, "source.device",
-                                 f"device {m.source['device']!r}: {where}", "unknown-device"))
-        if fleet.exists:
-            for d in (m.device, *m.devices):
-                if d and d not in known and d != settings.device:
-                    out.append(P.warning(file, m.line, 1, "device",
-                                         f"device {d!r} is not in the fleet file: nothing "
-                                         f"will evaluate this monitor", "unknown-device"))
+            out.append(_at(m.origin, ("source", "device"),
+                           f"device {m.source['device']!r}: {where}"))
+        if not fleet.exists:
+            continue
+        pinned_by = m.overlay if m.overlay is not None and _pins(m.overlay) else None
+        base: tuple[str, ...] = ("pin",) if pinned_by else ()
+        origin = pinned_by or m.origin
+        if m.device and m.device not in known:
+            out.append(_at(origin, (*base, "device"),
+                           f"device {m.device!r} is not in the fleet file: nothing will "
+                           f"evaluate this monitor"))
+        missing = [(i, d) for i, d in enumerate(m.devices) if d not in known]
+        for i, d in missing:
+            rest = "no listed device is in it: nothing will evaluate this monitor" if len(
+                missing) == len(m.devices) else "that device never evaluates this monitor"
+            out.append(_at(origin, (*base, "devices", i),
+                           f"device {d!r} is not in the fleet file; {rest}"))
     return out
+
+
+def _pins(overlay: Path) -> bool:
+    doc, _ = yamlload.load(overlay, file=loader.display(overlay))
+    return doc is not None and isinstance(doc.data, dict) and "pin" in doc.data
+
+
+def _at(path: Path, node: tuple[str | int, ...], message: str) -> Problem:
+    """A warning at ``node`` of ``path`` (1:1 when the file no longer parses)."""
+    file = loader.display(path)
+    doc, _ = yamlload.load(path, file=file)
+    line, col = doc.position(node) if doc is not None else (1, 1)
+    return P.warning(file, line, col, P.dotted(node), message, "unknown-device")

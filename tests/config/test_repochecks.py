@@ -64,9 +64,28 @@ def test_owner_pin_not_in_fleet_warns(repo: Repo) -> None:
     repo.write("monitors.d/pinned.yml",
                "source: {type: file, path: x}\n" + NOTIFY + "device: typo-box\n")
     _, problems = lint_json(repo)
-    assert [(p["rule"], p["message"]) for p in problems] == [
-        ("unknown-device",
+    assert [(p["rule"], p["line"], p["field"], p["message"]) for p in problems] == [
+        ("unknown-device", 3, "device",
          "device 'typo-box' is not in the fleet file: nothing will evaluate this monitor")]
+
+
+def test_allowlist_names_the_missing_device_at_its_item(repo: Repo) -> None:
+    repo.write("fleet.yaml", "devices:\n  - {name: laptop}\n")
+    repo.write("monitors.d/pinned.yml", "source: {type: file, path: x}\n" + NOTIFY
+               + "devices:\n  - laptop\n  - ghost\n")
+    _, problems = lint_json(repo)
+    assert [(p["line"], p["field"], p["message"]) for p in problems] == [
+        (5, "devices.1",
+         "device 'ghost' is not in the fleet file; that device never evaluates this monitor")]
+
+
+def test_overlay_pin_to_unknown_device_is_reported_on_the_overlay(repo: Repo) -> None:
+    repo.write("fleet.yaml", "devices:\n  - {name: laptop}\n")
+    repo.write("monitors.d/m.yml", "source: {type: file, path: x}\n" + NOTIFY)
+    repo.write("monitors.d/overlays/m.yml", "monitor: m\npin:\n  device: ghost\n")
+    _, problems = lint_json(repo)
+    assert [(str(p["file"]).endswith("overlays/m.yml"), p["line"], p["field"])
+            for p in problems] == [(True, 3, "pin.device")]
 
 
 def test_yaml11_hint_inside_a_command_list(repo: Repo) -> None:
