@@ -30,6 +30,21 @@ def _paused(settings: Settings, name: str) -> bool:
         return False
 
 
+def _unpulled(base: gitrepo.Baseline | None) -> str:
+    """What ``system/`` holds before its first pull, for the ``pulled:`` line."""
+    if base is None:
+        return ""
+    if base.checkout:
+        n = len(base.committed)
+        return f"; system/ holds {n} file{'s' if n != 1 else ''} committed in this repository"
+    n = len(base.modified)
+    if not n:
+        return ""
+    return (f"; system/ holds {n} file{'s' if n != 1 else ''} and this is not a git "
+            "checkout: the first pull refuses those that differ from the upstream's "
+            "(--force replaces them)")
+
+
 @click.group("system")
 def command() -> None:
     """Manage the pull-only system layer (built-ins mirrored from an upstream git repo).
@@ -101,6 +116,8 @@ def status(ctx: click.Context, no_fetch: bool, as_json: bool) -> int:
             "pulledAt": st.record.pulled_at if st.record else None,
             "tip": st.tip, "behind": st.behind, "ahead": st.ahead,
             "modifications": mods, "fetchError": st.fetch_error,
+            "committedFiles": None if st.baseline is None or not st.baseline.checkout
+            else len(st.baseline.committed),
         }
         click.echo(json.dumps(body, indent=2))
         return errors.ExitCode.OK
@@ -112,14 +129,16 @@ def status(ctx: click.Context, no_fetch: bool, as_json: bool) -> int:
         click.echo(f"upstream: {st.upstream.url} ref {st.upstream.ref or '(default branch)'} "
                    f"folder {folder}")
     if st.record is None:
-        click.echo("pulled:   never")
+        click.echo(f"pulled:   never{_unpulled(st.baseline)}")
     else:
         click.echo(f"pulled:   {_short(st.record.commit)} at {st.record.pulled_at} "
                    f"({len(st.record.files)} files, {st.record.digest[:19]})")
     if st.fetch_error and st.upstream is not None:
         click.echo(f"upstream tip: unknown ({st.fetch_error})")
     elif st.tip:
-        if st.behind is None:
+        if st.record is None:
+            counts = "not pulled yet (`monitors system pull` mirrors it into system/)"
+        elif st.behind is None:
             counts = "recorded commit unknown to the upstream"
         elif st.behind == 0 and st.ahead == 0:
             counts = "up to date"

@@ -17,9 +17,15 @@ repository, never a merge:
   there that is not a monitor; the loader skips dot-files and non-YAML files.
 * ``system_modifications`` compares ``system/`` with the record: a changed,
   added or deleted file is a local modification (lint reports them as errors;
-  ``pull`` refuses them unless forced). Without a record (never pulled) nothing
-  is reported, since nothing says what the files should be; ``pull`` then
-  refuses to overwrite or delete any existing file that differs.
+  ``pull`` refuses them unless forced). Without a record (never pulled) lint
+  reports nothing, since nothing records what the files should be.
+* The first pull (no record yet): when the configuration repository is a git
+  checkout, a file of ``system/`` counts as a local modification only if it is
+  untracked or differs from its version in ``HEAD`` (``baseline``): a clone that
+  ships built-ins committed without a record pulls cleanly, and git still has
+  every file it replaces. Outside a git checkout nothing tells a shipped file
+  from a local edit, so ``pull`` refuses to replace or delete any file that
+  differs from the upstream's and names them (``--force`` overrides).
 
 No click and no printing: results are returned as dataclasses.
 """
@@ -110,6 +116,23 @@ class PullResult:
 
 
 @dataclass(frozen=True, slots=True)
+class Baseline:
+    """``system/`` against the configuration repository's ``HEAD`` before the first pull.
+
+    Attributes:
+        checkout: True when the root is inside a git work tree (and ``system/`` in it).
+        committed: files of ``system/`` (relative, POSIX) identical to their ``HEAD``
+            version: the mirror may replace or delete them, git keeps them.
+        modified: files that are untracked or differ from ``HEAD`` (local
+            modifications); every file when ``checkout`` is False.
+    """
+
+    checkout: bool
+    committed: list[str]
+    modified: list[str]
+
+
+@dataclass(frozen=True, slots=True)
 class Status:
     """``system status``: the recorded pull against the upstream's current tip.
 
@@ -121,6 +144,7 @@ class Status:
         ahead: recorded commits no longer in the upstream, e.g. after a force push.
         modifications: local modifications of ``system/`` (absolute paths).
         fetch_error: why the upstream could not be consulted, when it could not.
+        baseline: ``system/`` against git's ``HEAD`` when never pulled (else None).
     """
 
     upstream: Upstream | None
@@ -130,6 +154,7 @@ class Status:
     ahead: int | None
     modifications: list[Path]
     fetch_error: str | None = None
+    baseline: Baseline | None = None
 
 
 def _git() -> Any:
@@ -298,6 +323,43 @@ def system_modifications(settings: Settings) -> list[Path]:
     return [settings.system_dir / p for p in _diff(record.files, local_manifest(settings))]
 
 
+def baseline(settings: Settings) -> Baseline:
+    """Compare ``system/`` with what the configuration repository committed (``HEAD``).
+
+    Used before the first pull, when there is no record: a file whose bytes equal
+    its blob in ``HEAD`` is *committed*; an untracked file (ignored ones included)
+    or one that differs from ``HEAD`` (staged or not) is *modified*. When the root
+    is not in a git work tree (or git cannot read it), ``checkout`` is False and
+    every file is listed as modified. Never raises.
+    """
+    local = list(_local_files(settings.system_dir))
+    git = _git()
+    try:
+        repo = git.Repo(settings.root, search_parent_directories=True)
+        top = Path(str(repo.working_tree_dir)).resolve()
+        prefix = settings.system_dir.resolve().relative_to(top).as_posix()
+        try:
+            tree = repo.head.commit.tree
+        except ValueError:  # no commit yet: nothing is committed
+            tree = None
+        committed: list[str] = []
+        modified: list[str] = []
+        for rel in local:
+            inside = rel if prefix in ("", ".") else f"{prefix}/{rel}"
+            try:
+                blob = tree / inside if tree is not None else None
+            except KeyError:
+                blob = None
+            same = (blob is not None and blob.type == "blob"
+                    and blob.data_stream.read() == (settings.system_dir / rel).read_bytes())
+            (committed if same else modified).append(rel)
+        return Baseline(True, committed, modified)
+    except (git.GitError, OSError, ValueError, TypeError):
+        # not a checkout (InvalidGitRepositoryError, NoSuchPathError), bare, system/
+        # outside the work tree, or git unusable: nothing vouches for any file
+        return Baseline(False, [], local)
+
+
 def modification_problems(settings: Settings, *, cwd: Path | None = None) -> list[Any]:
     """``system_modifications`` as lint errors (rule ``system-modified``), one per file,
     ``file:1:1: error: ...``; a malformed record is one error on the record itself.
@@ -458,8 +520,16 @@ def pull(
     if not force:
         if record is not None:
             modified = _diff(record.files, local)
-        else:  # never pulled: refuse to replace or delete anything that differs
-            modified = [p for p, h in sorted(local.items()) if incoming.get(p) != h]
+        else:  # never pulled: only what git does not vouch for, and differs, is at risk
+            base = baseline(settings)
+            modified = [p for p in base.modified if incoming.get(p) != local.get(p)]
+            if modified and not base.checkout:
+                raise GitError(
+                    f"system/ was never pulled and {settings.root} is not a git checkout, so "
+                    f"nothing shows these files are unmodified: {_relative(settings, modified)}; "
+                    "move your own monitors to monitors.d/, or pass --force to replace "
+                    "system/ with the upstream's"
+                )
         if modified:
             raise GitError(
                 f"system/ was modified locally: {_relative(settings, modified)}; system/ is "
@@ -531,18 +601,23 @@ def status(settings: Settings, *, fetch_upstream: bool = True) -> Status:
     """
     record = read_record(settings)
     modifications = system_modifications(settings)
+    base = None
+    if record is None:
+        base = baseline(settings)
+        if base.checkout:  # what the first pull would refuse (before comparing bytes)
+            modifications = [settings.system_dir / p for p in base.modified]
     try:
         up: Upstream | None = upstream(settings)
     except errors.ConfigError:
         up = None
     if up is None or not fetch_upstream:
         return Status(up, record, None, None, None, modifications,
-                      None if up else "no upstream configured")
+                      None if up else "no upstream configured", base)
     try:
         repo = fetch(settings, up)
         tip = resolve(repo, up)
     except GitError as e:
-        return Status(up, record, None, None, None, modifications, str(e))
+        return Status(up, record, None, None, None, modifications, str(e), base)
     behind = ahead = None
     if record is not None:
         try:
@@ -551,7 +626,7 @@ def status(settings: Settings, *, fetch_upstream: bool = True) -> Status:
             behind, ahead = int(left), int(right)
         except Exception:  # the recorded commit is unknown to the cache
             behind = ahead = None
-    return Status(up, record, str(tip.hexsha), behind, ahead, modifications)
+    return Status(up, record, str(tip.hexsha), behind, ahead, modifications, None, base)
 
 
 # -- the configuration repository: author and --commit --------------------------------------

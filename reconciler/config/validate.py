@@ -6,13 +6,26 @@ the key's position for an unknown field (with a did-you-mean suggestion from
 ``difflib``), the parent mapping's line for a missing required field. YAML 1.1
 coercions (``yes``, ``0777``, ``1:30``) are reported as such where they broke
 the schema, and octal and base-60 numbers everywhere. Pure: no I/O.
+
+Cascades are cut at their cause, so one mistake is one error:
+
+* a mapping whose schema picks its shape by a ``type`` field (``source``,
+  ``action``: an ``allOf`` of ``if``/``then`` branches) and whose ``type`` is
+  missing or not a known value gets only that error (a missing ``type`` makes
+  every ``if`` true in JSON Schema 2020-12 §10.2.2.1, so every branch would
+  complain); the known values are listed, with a did-you-mean for a near miss;
+* a node ``yamlload`` rejected for its tag (``!!python/object...``) already has
+  its ``yaml-tag`` error: schema errors beneath or about it are not reported.
 """
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
+
+import yaml
 
 from reconciler import durations
 from reconciler.config import problems as P
@@ -65,7 +78,10 @@ def check(doc: Document, *, kind: schemas.Kind = "monitor") -> list[Problem]:
     out: list[Problem] = []
     seen: set[tuple[str, str]] = set()
     reported: set[Path_] = set()
-    for err in schemas.validator(kind).iter_errors(doc.data):
+    errs = list(schemas.validator(kind).iter_errors(doc.data))
+    if errs:  # a valid document (the common case) pays for none of this
+        errs, out = _cut_cascades(doc, kind, errs)
+    for err in errs:
         path: Path_ = tuple(err.instance_path)
         for problem in _translate(doc, kind, err, path, reported):
             key = (problem.field, problem.rule + problem.message)
@@ -74,6 +90,114 @@ def check(doc: Document, *, kind: schemas.Kind = "monitor") -> list[Problem]:
                 out.append(problem)
     out.extend(_surprises(doc, reported))
     return out
+
+
+# Tags ``yamlload`` accepts; any other tag on a node is a ``yaml-tag`` error there.
+_CORE_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in (
+    "str", "int", "float", "bool", "null", "map", "seq", "timestamp", "binary"))
+
+# Display order of a discriminator's values where DESIGN.md has one (the schema's
+# enum order is kept for anything not listed).
+_ORDER = ("command", "poll", "poll-http", "file", "pid", "device", "ws", "webhook",
+          "run", "routine", "notify", "webhook-out")
+
+
+def _ordered(options: Iterable[str]) -> list[str]:
+    """``options`` in ``_ORDER`` (stable: unlisted values keep their order, last)."""
+    return sorted(options, key=lambda o: _ORDER.index(o) if o in _ORDER else len(_ORDER))
+
+
+@functools.cache
+def _discriminators(kind: schemas.Kind) -> tuple[tuple[Path_, str, tuple[str, ...]], ...]:
+    """``(instance path, key, allowed values)`` of each mapping in the ``kind`` schema
+    whose shape is chosen by ``key``: it requires ``key``, enumerates its values and
+    has an ``allOf`` of ``if: {properties: {key: {const: ...}}}`` branches. Found by
+    walking ``properties`` (no ``$ref``); cached."""
+    found: list[tuple[Path_, str, tuple[str, ...]]] = []
+
+    def walk(node: Any, path: Path_, depth: int) -> None:
+        if not isinstance(node, dict) or depth > 4:
+            return
+        branches = node.get("allOf")
+        if isinstance(branches, list) and branches:
+            keys = {k for b in branches if isinstance(b, dict)
+                    for k, v in ((b.get("if") or {}).get("properties") or {}).items()
+                    if isinstance(v, dict) and "const" in v}
+            for key in keys:
+                enum = ((node.get("properties") or {}).get(key) or {}).get("enum")
+                if key in (node.get("required") or []) and isinstance(enum, list):
+                    found.append((path, key, tuple(str(o) for o in enum)))
+        for name, sub in (node.get("properties") or {}).items():
+            walk(sub, (*path, name), depth + 1)
+
+    walk(schemas.document(kind), (), 0)
+    return tuple(found)
+
+
+def _under(path: Path_, prefix: Path_) -> bool:
+    return path[:len(prefix)] == prefix
+
+
+def _tag_rejected(doc: Document, path: Path_) -> bool:
+    """True when a node on ``path`` (the root, each step, the deepest node that
+    exists) carries a tag ``yamlload`` refused."""
+    node: Any = doc.root
+    for step in (None, *path):
+        if step is not None:
+            if isinstance(node, yaml.MappingNode):
+                nxt = None
+                for k, v in node.value:  # the last duplicate wins, as in the loader
+                    if getattr(k, "value", None) == step:
+                        nxt = v
+                if nxt is None:
+                    return False
+                node = nxt
+            elif isinstance(node, yaml.SequenceNode) and isinstance(step, int):
+                if not 0 <= step < len(node.value):
+                    return False
+                node = node.value[step]
+            else:
+                return False
+        if node.tag not in _CORE_TAGS:
+            return True
+    return False
+
+
+def _cut_cascades(doc: Document, kind: schemas.Kind,
+                  errs: list[Any]) -> tuple[list[Any], list[Problem]]:
+    """Drop errors that only restate another one (see the module docstring).
+
+    Returns:
+        ``(errors still to translate, problems already made)``: a missing
+        discriminator becomes one ready-made problem listing the allowed values.
+    """
+    made: list[Problem] = []
+    cut: list[Path_] = []
+    for path, key, options in _discriminators(kind):
+        value = _value_at(doc.data, path)
+        if not isinstance(value, dict) or value.get(key) in options:
+            continue
+        cut.append(path)
+        if key not in value and not _tag_rejected(doc, path):
+            line, col = doc.parent_position(path)
+            made.append(P.error(doc.file, line, col, P.dotted(path),
+                                f"missing required field {key!r} (one of "
+                                f"{', '.join(_ordered(options))})", "schema"))
+    kept = []
+    for err in errs:
+        path = tuple(err.instance_path)
+        if _tag_rejected(doc, path):
+            continue
+        cascade = next((c for c in cut if _under(path, c)), None)
+        if cascade is not None and not (
+                len(path) == len(cascade) + 1 and path[-1] in _keys_of(kind, cascade)):
+            continue
+        kept.append(err)
+    return kept, made
+
+
+def _keys_of(kind: schemas.Kind, path: Path_) -> set[str]:
+    return {k for p, k, _ in _discriminators(kind) if p == path}
 
 
 def _translate(doc: Document, kind: schemas.Kind, err: Any, path: Path_,
@@ -136,7 +260,7 @@ def _translate(doc: Document, kind: schemas.Kind, err: Any, path: Path_,
                         f"expected {wanted}, got {type_name(value)}: {_short(value)}{hint}",
                         "schema")]
     if name == "enum":
-        options = [str(o) for o in detail.get("options", [])]
+        options = _ordered(str(o) for o in detail.get("options", []))
         did = suggest(str(value), options) if isinstance(value, str) else ""
         return [P.error(file, line, col, field,
                         f"{_short(value)} is not one of {', '.join(options)}{did}", "schema")]

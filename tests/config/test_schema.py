@@ -152,6 +152,8 @@ INVALID = [
     ({"condition": {"ignore": "x"}}, "condition.ignore", "schema"),
     ({"condition": {"mode": "every", "extra": 1}}, "condition.extra", "unknown-field"),
     ({"action__type": "email"}, "action.type", "schema"),
+    ({"source__type": _DELETE}, "source", "schema"),  # one error, not one per source type
+    ({"action__type": _DELETE}, "action", "schema"),
     ({"action__chanel": "ops"}, "action.chanel", "unknown-field"),
     ({"action__message": "{{ event"}, "action.message", "bad-template"),
     ({"action__message": "{% for %}"}, "action.message", "bad-template"),
@@ -249,3 +251,10 @@ def test_number_where_text_is_expected_says_quote_it() -> None:
 def test_pid_range() -> None:
     assert ("source.pid", "schema") in check(
         {"source": {"type": "pid", "pid": 99999999999999999999}, "action": {"type": "notify"}})
+
+
+@pytest.mark.parametrize("part", ["source", "action"])
+def test_missing_type_is_the_only_problem_of_its_mapping(part: str) -> None:
+    doc = copy.deepcopy(BASE)
+    del doc[part]["type"]
+    assert check(doc) == [(part, "schema")]
