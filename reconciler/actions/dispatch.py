@@ -424,12 +424,21 @@ class Dispatcher:
                                signed=webhook_out.SIGNATURE_HEADER in headers, **extra)
             if self._client is None:
                 self._client = httpx.AsyncClient(follow_redirects=False)
+            # A re-send after a crash goes on counting: the record holds the attempts
+            # started before (each is recorded before its request is made).
+            before = (await self._attempts_made(monitor.name, event.id)
+                      if extra.get("recovered") else 0)
+
+            async def started(attempt: int) -> None:
+                await self._update(monitor.name, event.id, attempts=attempt)
+
             delivery = await webhook_out.post(
                 self._client, url, data, headers,
                 timeout=float(action.get("timeout") or 10.0),
                 max_attempts=int(action.get("maxAttempts") or 5),
                 max_time=float(action.get("maxTime") or 120.0),
                 backoff_base=self.backoff_base, backoff_cap=self.backoff_cap,
+                on_attempt=started, done_before=before,
             )
             await self._finish(monitor, event,
                                FireStatus.SUCCEEDED if delivery.ok else FireStatus.FAILED,
@@ -442,6 +451,17 @@ class Dispatcher:
         except Exception as e:
             LOG.exception("webhook-out of %s/%s failed", monitor.name, event.id)
             await self._finish(monitor, event, FireStatus.FAILED, reason=f"internal error: {e}")
+
+
+    async def _attempts_made(self, name: str, event_id: str) -> int:
+        """``attempts`` of the fire record (0 when missing or unreadable)."""
+        try:
+            record = await asyncio.to_thread(self.store.read_fire, name, event_id) or {}
+        except Exception:
+            return 0
+        value = record.get("attempts")
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 \
+            else 0
 
 
 def _write_prompt(path: Path, prompt: str) -> None:

@@ -63,6 +63,11 @@ class Guards:
         threshold: consecutive failures before the drought alarm (default 5).
         clock: monotonic seconds (injectable for tests).
         wall: Unix seconds (to place fires recorded before a restart in the window).
+
+    Attributes:
+        on_autopause: called with the monitor's name right after a rate-limit breach
+            auto-paused it (on the event loop; the daemon triggers a reconcile so the
+            monitor's evaluator stops at once). None: nothing is called.
     """
 
     def __init__(self, store: FireStore, owner: OwnerNotifier, *, threshold: int = THRESHOLD,
@@ -76,6 +81,7 @@ class Guards:
         self._fires: dict[str, collections.deque[float]] = {}
         self._streaks: dict[tuple[str, str], int] = collections.defaultdict(int)
         self._drought: dict[str, dict[str, Any]] = {}
+        self.on_autopause: Callable[[str], None] | None = None
 
     # -- rate limit --------------------------------------------------------------
 
@@ -106,6 +112,11 @@ class Guards:
             window.clear()
             LOG.warning("%s: %s", name, reason)
             self.owner.notify_owner(name, reason)
+            if self.on_autopause is not None:
+                try:
+                    self.on_autopause(name)
+                except Exception:
+                    LOG.exception("%s: on_autopause hook failed", name)
             return False
         window.append(now)
         return True

@@ -26,11 +26,13 @@ import datetime as dt
 import email.utils
 import hashlib
 import hmac
+import inspect
 import json
 import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 
@@ -116,7 +118,8 @@ async def post(
     max_time: float,
     backoff_base: float = 1.0,
     backoff_cap: float = 60.0,
-    on_attempt: Callable[[int], None] | None = None,
+    on_attempt: Callable[[int], Any] | None = None,
+    done_before: int = 0,
 ) -> Delivery:
     """POST ``data`` to ``url`` with the retry policy of the module docstring.
 
@@ -126,22 +129,30 @@ async def post(
         max_time: seconds for the whole delivery, waits included.
         backoff_base: the first wait in seconds; wait n is ``base * 2**(n-1)``
             times a jitter factor in [0.5, 1), capped at ``backoff_cap``.
-        on_attempt: called with the attempt number before each request.
+        on_attempt: called with the attempt number before each request (counted
+            from ``done_before``); an awaitable result is awaited before the request,
+            so a record of the attempt can be made durable first.
+        done_before: attempts already made for this event before a crash (a re-send
+            after recovery): ``X-Monitors-Attempt`` and ``Delivery.attempts`` go on
+            from there; ``max_attempts`` and ``max_time`` are this delivery's budget.
 
     Never raises for network or HTTP failures; they are the returned ``Delivery``.
     """
     deadline = time.monotonic() + max_time
     status: int | None = None
     reason = ""
-    attempt = 0
-    while attempt < max_attempts:
+    attempt = done_before
+    last = done_before + max_attempts
+    while attempt < last:
         attempt += 1
         left = deadline - time.monotonic()
         if left <= 0:
             return Delivery(False, attempt - 1, status,
                             f"{reason}; gave up: maxTime {max_time:g}s spent")
         if on_attempt is not None:
-            on_attempt(attempt)
+            pending = on_attempt(attempt)
+            if inspect.isawaitable(pending):
+                await pending
         wait_hint: float | None = None
         try:
             resp = await client.post(
@@ -162,9 +173,10 @@ async def post(
             if not _retryable(status):
                 return Delivery(False, attempt, status, f"{reason} (not retried)")
             wait_hint = retry_after(resp.headers.get("Retry-After"))
-        if attempt >= max_attempts:
+        if attempt >= last:
             break
-        delay = min(backoff_cap, backoff_base * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
+        nth = attempt - done_before  # waits start small again in a re-send
+        delay = min(backoff_cap, backoff_base * 2 ** (nth - 1)) * (0.5 + random.random() / 2)
         if wait_hint is not None:
             delay = max(delay, wait_hint)
         left = deadline - time.monotonic()

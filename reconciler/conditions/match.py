@@ -30,7 +30,10 @@ def decide(
         return Decision(False, sig, summary, Reason.NO_MATCH, state, (), text)
     summary = signature.shorten(m.group(0))
     groups = tuple(m.groups())
-    if prev.get("matching") and prev.get("lastSignature") == sig:
-        return Decision(False, sig, summary, Reason.UNCHANGED, prev, groups, text)
+    same, legacy = signature.seen(prev.get("lastSignature"), sig, text, dedupe)
+    if prev.get("matching") and same:
+        state = {**prev, "lastSignature": sig} if legacy else prev
+        return Decision(False, sig, summary, Reason.UNCHANGED, state, groups, text,
+                        persist=legacy)
     state = {**prev, **base, "matching": True, "lastSignature": sig}
     return Decision(True, sig, summary, Reason.MATCHED, state, groups, text, persist=True)

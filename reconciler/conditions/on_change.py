@@ -23,7 +23,10 @@ def decide(
     if previous is None:
         state = {**base, "baseline": sig, "lastSignature": sig}
         return Decision(False, sig, summary, Reason.BASELINE, state, (), text, persist=True)
-    if previous.get("lastSignature") == sig:
-        return Decision(False, sig, summary, Reason.UNCHANGED, dict(previous), (), text)
+    same, legacy = signature.seen(previous.get("lastSignature"), sig, text, dedupe)
+    if same:
+        state = {**previous, "lastSignature": sig} if legacy else dict(previous)
+        return Decision(False, sig, summary, Reason.UNCHANGED, state, (), text,
+                        persist=legacy)
     state = {**previous, **base, "lastSignature": sig}
     return Decision(True, sig, summary, Reason.CHANGED, state, (), text, persist=True)

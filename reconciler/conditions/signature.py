@@ -30,14 +30,41 @@ def apply_ignore(text: str, patterns: Sequence[str]) -> str:
     return text
 
 
-def key(text: str, dedupe: str | None) -> str:
-    """The dedupe key of ``text``: the first match of ``dedupe`` (group 1 when the
-    regex has groups), or the whole text when ``dedupe`` is unset or does not match."""
+def raw_key(text: str, dedupe: str | None) -> str:
+    """The dedupe key of ``text`` as matched: the first match of ``dedupe`` (group 1
+    when the regex has groups), or the whole text when ``dedupe`` is unset or does not
+    match."""
     if dedupe:
         m = compiled(dedupe).search(text)
         if m is not None:
             return (m.group(1) or "") if m.re.groups else m.group(0)
     return text
+
+
+def key(text: str, dedupe: str | None) -> str:
+    """The dedupe key of ``text`` (``raw_key``) without surrounding whitespace.
+
+    The summary (``{{ event }}``) is stripped too (``shorten``), so a command's
+    trailing newline is part of neither: the webhook body's ``signature`` and
+    ``event`` agree, and output differing only in leading or trailing whitespace
+    is the same signature."""
+    return raw_key(text, dedupe).strip()
+
+
+def seen(stored: object, sig: str, text: str, dedupe: str | None) -> tuple[bool, bool]:
+    """Whether ``stored`` (a state's ``lastSignature``) is the signature ``sig`` of
+    ``text``, and whether it is so only in the pre-strip form (``raw_key``) that
+    earlier versions stored (then the state should be rewritten, without a fire:
+    upgrading must not make every monitor fire once).
+
+    Returns:
+        (same, legacy).
+    """
+    if stored == sig:
+        return True, False
+    if isinstance(stored, str) and stored == of(raw_key(text, dedupe)):
+        return True, True
+    return False, False
 
 
 def of(key_text: str) -> str:

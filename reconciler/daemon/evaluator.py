@@ -556,6 +556,12 @@ class Engine:
             state.update(lastEventId=event.id, lastFiredAt=event.fired_at)
         try:
             await asyncio.to_thread(self._commit, entry.monitor.name, state, event, at)
+        except errors.StateError as e:
+            # A newer-version state.json appeared meanwhile (kept untouched), or the
+            # store went read-only (state directory lost): park, never overwrite.
+            self._park(entry, str(e))
+            log.warning("%s: not run: %s", entry.monitor.name, e)
+            return PollResult(entry.monitor.name, error=str(e))
         except OSError as e:
             return await self._check_failed(entry, errors.SourceError(
                 f"cannot write state: {e.strerror or e}", kind="state"))
@@ -622,6 +628,8 @@ class Engine:
                     await asyncio.shield(commit)
                 finally:
                     entry.busy = False
+                if entry.parked:
+                    return
         finally:
             await stream.aclose()
 

@@ -14,6 +14,10 @@ Life cycle (``Daemon.run``):
 5. SIGTERM/SIGINT: stop the evaluators (in-flight state writes finish), drain the
    dispatcher briefly, flush liveness, publish the registry as not running,
    remove the socket, release the lock, exit 0.
+6. the lock file is checked every ``LOCK_CHECK`` seconds (and on every reconcile
+   tick): when it was deleted or replaced (``rm -rf .history`` under a running
+   daemon), a second daemon may now own the directory, so this one logs one line,
+   stops its evaluators without writing to the directory again and exits 1.
 
 Logs go to the ``monitors.*`` loggers, one line per event, naming the monitor.
 """
@@ -45,6 +49,8 @@ DEFAULT_ONCE_WAIT = 30.0
 FIRST_POLL_LOG_WAIT = 60.0
 SHUTDOWN_DRAIN = 3.0
 DEMO_INTERVAL = 15.0
+LOCK_CHECK = 2.0
+"""Seconds between checks that ``<state>/daemon.lock`` is still the inode this daemon locked."""
 DEMO_FILE = f"{settings.STATE_DIR}/demo/tick.txt"
 """Below the repository root, whatever the state directory: a demo *input* (git-ignored),
 the path ``monitors.d/demo-file.yml`` watches."""
@@ -113,6 +119,7 @@ class Daemon:
         self._ctx: Any = None
         self._supervisor: supervisor.Supervisor | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self.lost: str | None = None  # why the state lock no longer holds (then exit 1)
 
     # -- entry -------------------------------------------------------------------
 
@@ -181,10 +188,11 @@ class Daemon:
         finally:
             if watcher is not None:
                 watcher.stop()
-            if server is not None:
+            if server is not None and self.lost is None:
+                # (with the lock lost the socket path may be another daemon's: leave it)
                 await server.close()
             await self._shutdown()
-        return rc
+        return int(errors.ExitCode.ERROR) if self.lost is not None else rc
 
     def _request_stop(self, sig: signal.Signals) -> None:
         if self._stopping is not None and not self._stopping.is_set():
@@ -210,6 +218,7 @@ class Daemon:
         self._store = store_mod.Store(self.cfg.state_dir)
         self._dispatcher = dispatch.build(self._store, self.cfg.toml, state_dir=self.cfg.state_dir)
         self._guard = guards.build(self._store, self._dispatcher)
+        self._guard.on_autopause = self._autopaused_now
         self._ctx = sources.SourceContext.create(store=self._store,
                                                  fleet=fleet.load(self.cfg.fleet_file),
                                                  settings=self.cfg)
@@ -217,6 +226,12 @@ class Daemon:
                                         guard=self._guard)
         self._supervisor = supervisor.Supervisor(self._engine, self._store, self.registry,
                                                  now=snapshot.now_iso)
+
+    def _autopaused_now(self, name: str) -> None:
+        """The guard auto-paused ``name``: reconcile now so its evaluator stops at once
+        (not at the next resync) and ``running.json`` agrees with ``plan``."""
+        if self._trigger is not None:
+            self._trigger.poke(f"auto-pause {name}")
 
     async def _recover(self) -> None:
         from reconciler.actions import recovery
@@ -343,13 +358,18 @@ class Daemon:
         assert self._stopping is not None and self._trigger is not None
         next_resync = time.monotonic() + self.options.resync
         while not self._stopping.is_set():
-            reasons = await self._trigger.wait(max(0.0, next_resync - time.monotonic()))
-            if self._stopping.is_set():
+            left = max(0.0, next_resync - time.monotonic())
+            reasons = await self._trigger.wait(min(LOCK_CHECK, left))
+            if self._stopping.is_set() or self._lock_lost():
                 break
+            if reasons is None and time.monotonic() < next_resync:
+                continue  # a lock check only
             watcher.ensure()
             if reasons is None:
                 next_resync = time.monotonic() + self.options.resync
                 trigger = "resync"
+            elif all(r.startswith("auto-pause") for r in reasons):
+                trigger = "auto-pause"
             else:  # the monitors that changed are logged, not raw file events (temp names)
                 trigger = "file change"
             try:
@@ -358,6 +378,18 @@ class Daemon:
                 log.error("reconcile failed: %s (will retry)", e)
             except Exception:
                 log.exception("reconcile failed (a bug; will retry)")
+
+    def _lock_lost(self) -> bool:
+        """True (once logged) when ``daemon.lock`` is gone or replaced; see step 6."""
+        if self.lost is None:
+            self.lost = self.lock.lost()
+            if self.lost is not None:
+                log.error("state directory lost under the running daemon: %s; stopping "
+                          "every monitor and exiting (a daemon started since owns it)",
+                          self.lost)
+                if self._store is not None:
+                    self._store.readonly = True  # never write into another daemon's store
+        return self.lost is not None
 
     async def _once(self, started: list[MonitorName]) -> int:
         deadline = time.monotonic() + self.options.once_wait
@@ -436,6 +468,10 @@ class Daemon:
             with contextlib.suppress(OSError):
                 await asyncio.to_thread(self._store.flush)
         self.registry.running = False
+        if self.lost is not None:
+            log.info("stopped (%d monitors were running); state directory lost, nothing "
+                     "published", len(self.registry.entries))
+            return
         try:
             await asyncio.to_thread(registry_mod.publish, self.cfg.state_dir, self.registry)
         except OSError as e:

@@ -62,13 +62,19 @@ def describe_action(action: Any) -> str:
 
 def _row(name: MonitorName, monitor: Monitor, *, status: str, owner: str, placement: str,
          store: Any, now: float, owned: bool, error: str | None = None,
-         note: str | None = None) -> dict[str, Any]:
+         note: str | None = None, evaluating: bool = True,
+         refused: str | None = None) -> dict[str, Any]:
     from reconciler.state import store as store_mod
 
-    live = store_mod.liveness_view(store.liveness(name), monitor, now, owned=owned)
     autopause = store.autopause(name)
+    # STALLED is for a running evaluator that stopped checking: never for a monitor
+    # that is paused, auto-paused, refused or not run by a daemon.
+    live = store_mod.liveness_view(store.liveness(name), monitor, now, owned=owned,
+                                   running=evaluating and not autopause and not refused)
     text = live["text"]
-    if status == "auto-paused" and autopause:
+    if refused:
+        text = f"refused: {refused}" + (f" · {text}" if live["status"] != "never" else "")
+    elif status == "auto-paused" and autopause:
         text = f"auto-paused: {autopause.get('reason', '')} · {text}"
     elif status in ("paused", "disabled", "elsewhere"):
         text = f"{status} · {text}" if live["status"] != "never" else status
@@ -136,6 +142,7 @@ def _rows(cfg: settings.Settings) -> dict[str, Any]:
         why = excluded.get(name)
         note = duplicates.get(name) or (why.reason if why and why.kind == "duplicate" else None)
         running = status is not None and name in applied
+        refused = store.refusal(name) if why is None else None
         if why is not None:
             state = {"disabled": "disabled", "paused": "paused", "elsewhere": "elsewhere",
                      "autopaused": "auto-paused", "invalid": "invalid",
@@ -152,11 +159,15 @@ def _rows(cfg: settings.Settings) -> dict[str, Any]:
             state = "removed (stop HELD: still running)"
         else:
             state = "stopping"
+        if refused and state in ("running", "not running"):
+            state = "refused"
         row = _row(name, monitor, status=state, owner=owner, placement=where, store=store,
                    now=now, owned=bool(placed.runs_here) if placed else True, error=error,
-                   note=note)
+                   note=note, evaluating=running and why is None, refused=refused)
         if why is not None or note:
             row["reason"] = why.reason if why is not None else note
+        elif refused:
+            row["reason"] = refused
         out.append(row)
     return {
         "device": cfg.device,
@@ -191,12 +202,18 @@ def view(cfg: settings.Settings, name: str, *, fires: int = 10) -> dict[str, Any
     store = _store(cfg)
     applied = entry.to_json() | {"monitor": None} if entry else None
     daemon_running = bool(listing["daemon"]["running"])
+    from reconciler.state import records
+
+    try:
+        state = store.read_state(name)
+    except records.FutureVersionError:
+        state = None  # the row's ``reason`` says why (refused); kept untouched
     return {
         **row,
         "config": registry_mod.monitor_to_json(monitor) if monitor else None,
         "running": applied if daemon_running else None,
         "lastApplied": applied,
-        "state": store.read_state(name),
+        "state": state,
         "recentFires": store.fires(name, limit=fires),
     }
 

@@ -108,17 +108,28 @@ async def spawn(spec: Mapping[str, Any], *, limit: int = CHUNK) -> Child:
     args = argv(spec["command"])
     loop = asyncio.get_running_loop()
     size = max(limit, CHUNK)
+    starting = asyncio.ensure_future(loop.subprocess_exec(
+        lambda: _Protocol(size, loop),
+        *args,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=working_dir(spec.get("cwd")),
+        env=environment(spec.get("env") or {}),
+        start_new_session=True,
+    ))
     try:
-        transport, protocol = await loop.subprocess_exec(
-            lambda: _Protocol(size, loop),
-            *args,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=working_dir(spec.get("cwd")),
-            env=environment(spec.get("env") or {}),
-            start_new_session=True,
-        )
+        # Shielded: a stop (cancel) arriving while the child is being set up must not
+        # leave it running. asyncio would kill only the direct child (``sh``), and
+        # ``sh -c "sleep 100; ..."`` may already have started ``sleep`` in its group.
+        transport, protocol = await asyncio.shield(starting)
+    except asyncio.CancelledError:
+        with contextlib.suppress(BaseException):
+            transport, _ = await starting
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(transport.get_pid(), signal.SIGKILL)
+            transport.close()
+        raise
     except OSError as e:
         what = e.strerror or str(e)
         target = e.filename or args[0]

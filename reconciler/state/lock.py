@@ -83,6 +83,31 @@ class StateLock:
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._fd = fd
 
+    def lost(self) -> str | None:
+        """Why the lock no longer guards this state directory, or None while it does.
+
+        The lock is on an inode: when ``<state>/daemon.lock`` (or the whole state
+        directory) is deleted or replaced under a running daemon, a second daemon can
+        create a new file and lock it too. Cheap (two ``stat`` calls); call it on every
+        reconcile tick. Returns one line naming the path when the file at ``path`` is
+        missing or is not the inode this process locked; None when not holding.
+        """
+        if self._fd is None:
+            return None
+        try:
+            held = os.fstat(self._fd)
+        except OSError as e:
+            return f"{self.path}: cannot stat the held lock: {e.strerror or e}"
+        try:
+            now = os.stat(self.path)
+        except FileNotFoundError:
+            return f"{self.path}: lock file deleted (was the state directory removed?)"
+        except OSError as e:
+            return f"{self.path}: cannot stat the lock file: {e.strerror or e}"
+        if (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino):
+            return f"{self.path}: lock file replaced by another one (another daemon may own it)"
+        return None
+
     def release(self) -> None:
         """Release the lock (idempotent)."""
         if self._fd is not None:

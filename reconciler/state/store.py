@@ -40,6 +40,21 @@ EVENT_FILE = "event.json"
 README_FILE = "README"
 
 LIVENESS_FLUSH_INTERVAL = 5.0
+
+
+def refused_reason(version: object) -> str:
+    """Why a monitor whose ``state.json`` has format ``version`` is not run (one line)."""
+    return (f"state.json has format version {version}, newer than this monitors supports "
+            "(kept untouched)")
+
+
+def _file_sig(path: Path) -> tuple[int, int, int, int] | None:
+    """(device, inode, mtime ns, size) of ``path``, or None when it does not exist."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
 """Seconds between liveness flushes in the daemon; ``liveness_view`` allows this
 much extra age before calling a monitor STALLED."""
 
@@ -99,6 +114,9 @@ class Store:
         self._autopause: dict[str, dict[str, Any] | None] = {}
         self._known_dirs: dict[str, Path] = {}  # liveness flush: directories that exist
         self._root_ready = False
+        # state.json as this process last read or wrote it (``_file_sig``): a write
+        # re-reads the on-disk version only when the file changed since.
+        self._state_seen: dict[str, tuple[int, int, int, int] | None] = {}
 
     # -- layout ---------------------------------------------------------------
 
@@ -131,7 +149,9 @@ class Store:
         self._ensure_root()
         path = self.monitor_dir(name)
         if not path.is_dir():
-            path.mkdir(parents=True, exist_ok=True)
+            # No ``parents``: a store whose directory was deleted under it (``rm -rf
+            # .history``) fails its writes instead of bringing the directory back.
+            path.mkdir(exist_ok=True)
             if durable:
                 atomic.fsync_dir(path.parent)
         return path
@@ -162,19 +182,54 @@ class Store:
                 not run the monitor).
             errors.StateError: the file exists but cannot be read.
         """
-        loaded = self._read(self.monitor_dir(name) / STATE_FILE, records.STATE_VERSION)
+        path = self.monitor_dir(name) / STATE_FILE
+        loaded = self._read(path, records.STATE_VERSION)
         if loaded.status is records.Status.FUTURE:
             raise records.FutureVersionError(loaded.problem or "future version")
+        with self._lock:
+            self._state_seen[name] = _file_sig(path)
         return loaded.data if loaded.status is records.Status.OK else None
+
+    def refusal(self, name: str) -> str | None:
+        """``refused_reason`` when ``state.json`` has a newer format version, else None
+        (missing, readable or corrupt; nothing is moved or written)."""
+        try:
+            loaded = records.read(self.monitor_dir(name) / STATE_FILE,
+                                  supported=records.STATE_VERSION, move_corrupt=False)
+        except OSError:
+            return None
+        if loaded.status is not records.Status.FUTURE:
+            return None
+        return refused_reason((loaded.data or {}).get("version"))
 
     def write_state(self, name: str, record: Mapping[str, Any]) -> None:
         """Write ``state.json`` durably (``version`` is set here).
 
+        A ``state.json`` of a newer format version is never overwritten, also when it
+        appeared after this process read the record: when the file changed since this
+        process last read or wrote it (a ``stat``), its version is re-read first.
+
         Raises:
+            records.FutureVersionError: the file on disk now has a newer format
+                version (kept untouched; park the monitor).
+            errors.StateError: the store is read-only.
             OSError: the write failed; the previous file is unchanged.
         """
         path = self._ensure_dir(name, durable=True) / STATE_FILE
+        current = _file_sig(path)
+        with self._lock:
+            seen = self._state_seen.get(name, ())
+        if current is not None and current != seen:
+            loaded = records.read(path, supported=records.STATE_VERSION, move_corrupt=False)
+            if loaded.status is records.Status.FUTURE:
+                version = (loaded.data or {}).get("version")
+                if loaded.problem:
+                    self._report(loaded.problem)
+                raise records.FutureVersionError(f"{path}: {refused_reason(version)}; "
+                                                 "not run (upgrade monitors)")
         atomic.write_json(path, {**record, "version": records.STATE_VERSION}, durable=True)
+        with self._lock:
+            self._state_seen[name] = _file_sig(path)
 
     # -- liveness -------------------------------------------------------------
 
@@ -288,6 +343,7 @@ class Store:
             self._frozen.discard(name)
             self._autopause.pop(name, None)
             self._known_dirs.pop(name, None)
+            self._state_seen.pop(name, None)
         if live is not None and dirty and not self.readonly:
             try:
                 path = self._ensure_dir(name, durable=False) / LIVENESS_FILE
@@ -523,6 +579,7 @@ def liveness_view(
     *,
     owned: bool = True,
     slack: float = LIVENESS_FLUSH_INTERVAL,
+    running: bool = True,
 ) -> dict[str, Any]:
     """What ``list`` and ``view`` show for a monitor's liveness, computed at read time.
 
@@ -532,12 +589,14 @@ def liveness_view(
         now: Unix seconds.
         owned: this device evaluates the monitor.
         slack: extra age allowed for the liveness flush interval (seconds).
+        running: a daemon runs an evaluator for it right now (False for a paused,
+            auto-paused, refused or not-running monitor: never STALLED).
 
     Returns:
         ``{"status": "never"|"ok"|"error"|"stalled", "stalled": bool, "text": str}``
         plus the liveness keys (``lastCheckedAt``, ``checkCount``, ``lastError``,
         ``consecutiveErrors``, ``lastFiredAt``, ``fireCount``). STALLED means enabled,
-        owned, and the last check is more than three intervals (plus ``slack``) old.
+        owned, running, and the last check is more than three intervals (plus ``slack``) old.
     """
     live = dict(liveness or {})
     view: dict[str, Any] = {
@@ -559,6 +618,7 @@ def liveness_view(
     if (
         monitor.active
         and owned
+        and running
         and isinstance(interval, int | float)
         and now - float(last) > 3 * float(interval) + slack
     ):
