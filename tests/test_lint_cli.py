@@ -227,3 +227,55 @@ def test_pre_commit_hook_definition() -> None:
     assert pattern.search("monitors.d/ci-red.yml") and pattern.search("system/disk.yaml")
     assert pattern.search("monitors.d/overlays/ci-red.yml")
     assert not pattern.search("tests/examples/valid/ci-red.yml")
+
+
+def test_a_root_without_a_user_layer_is_an_error(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = run_cli(["--root", str(empty), "lint"])  # said "0 monitors, 0 errors", exit 0
+    assert r.exit_code == 1, r.output
+    first, summary = r.stdout.splitlines()
+    assert first == (f"{empty / 'monitors.d'}:1:1: error: the user layer directory monitors.d/ "
+                     "does not exist (create it, or set [layers] user in monitors.toml) "
+                     "[missing-layer]")
+    assert summary == "0 monitors, 1 error, 0 warnings"
+    (empty / "monitors.d").mkdir()  # an existing but empty layer is fine
+    assert run_cli(["--root", str(empty), "lint"]).stdout == "0 monitors, 0 errors, 0 warnings\n"
+
+
+@pytest.mark.parametrize("key", ["user", "system", "overlays"])
+def test_a_configured_layer_that_does_not_exist_is_an_error(repo: Repo, key: str) -> None:
+    repo.write("system/host.yml", GOOD)
+    repo.write("monitors.toml", f'[layers]\n{key} = "nope.d"\n')
+    r = run_cli(["lint"], repo=repo)  # linted clean while the layer was ignored
+    assert r.exit_code == 1, r.output
+    assert f"monitors.toml:1:1: error: layers.{key}: directory nope.d does not exist " \
+           "[missing-layer]" in r.stdout
+    rows = json.loads(run_cli(["lint", "--json"], repo=repo).stdout)
+    assert [(row["rule"], row["field"]) for row in rows if row["severity"] == "error"] == [
+        ("missing-layer", f"layers.{key}")]
+    (repo.root / "nope.d").write_text("a file, not a directory")
+    assert "directory nope.d is not a directory [missing-layer]" in run_cli(
+        ["lint"], repo=repo).stdout
+    (repo.root / "nope.d").unlink()
+    (repo.root / "nope.d").mkdir()
+    assert run_cli(["lint"], repo=repo).exit_code == 0
+
+
+def test_default_system_and_overlays_layers_may_be_missing(repo: Repo) -> None:
+    repo.write("monitors.d/host.yml", GOOD)
+    (repo.overlays).rmdir()
+    repo.system.rmdir()  # built-ins arrive with `system pull`, overlays with the first pause
+    r = run_cli(["lint"], repo=repo)
+    assert r.exit_code == 0, r.output
+    assert r.stdout == "1 monitor, 0 errors, 0 warnings\n"
+
+
+def test_linting_paths_does_not_report_missing_layers(tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    (root / "monitors.d").mkdir(parents=True)
+    path = root / "monitors.d" / "host.yml"
+    path.write_text(GOOD)
+    (root / "monitors.toml").write_text('[layers]\nsystem = "nope.d"\n')
+    r = run_cli(["--root", str(root), "lint", str(path)])
+    assert r.exit_code == 0, r.output

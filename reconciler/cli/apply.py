@@ -5,7 +5,10 @@ unless ``--yes``; without a terminal (or with ``--json``) and without ``--yes`` 
 shows the plan and refuses, exit 1 (Terraform's ``apply`` without
 ``-auto-approve``). Starts the daemon when it is not running,
 hands the change over and reports, per monitor, the first poll: ok, failed
-with the error, or not picked up in time. Exit 0 when every change took, 1 otherwise.
+with the error, still running after ``--wait``, or not picked up in time. Exit 0
+when every change took, 1 otherwise. Refuses (exit 1, one line) an invalid
+monitors.toml and a running daemon started with other settings (another device,
+or monitors.toml edited since: it reads monitors.toml only at start).
 ``apply_now`` is the same thing for other commands (``add --apply``, ``pause --apply``).
 """
 

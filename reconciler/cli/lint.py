@@ -8,7 +8,6 @@ needs it, no Jinja2.
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,20 +41,13 @@ def _settings(ctx: click.Context, paths: tuple[Path, ...]) -> Settings:
 
 
 def action_check(settings: Settings) -> tuple[Any, list[Problem]]:
-    """The action check for ``lint.run`` (``actions.checks.references``: agent, routine
-    and channel names against monitors.toml, a run's command; templates are checked by
-    ``config.semantic``, without loading Jinja2 unless a template needs it), or a
-    ``settings`` problem when monitors.toml's agents, routines or channels are invalid
-    (then names are not checked)."""
-    from reconciler.actions import checks, options
-    from reconciler.config import problems
+    """The action check for ``lint.run``: ``daemon.snapshot.action_check`` (agent,
+    routine and channel names against monitors.toml, a run's command), shared with
+    ``plan`` and the daemon; or a ``settings`` problem when monitors.toml's agents,
+    routines, channels or owner are invalid (then names are not checked)."""
+    from reconciler.daemon import snapshot
 
-    try:
-        config = options.parse(settings.toml)
-    except errors.ConfigError as e:
-        path = settings.root / settings_file()
-        return None, [problems.error(str(path), 1, 1, "", str(e), "settings")]
-    return functools.partial(checks.references, config=config), []
+    return snapshot.action_check(settings)
 
 
 def settings_file() -> str:

@@ -4,6 +4,10 @@ Exit codes follow Terraform (errors -> 1, and ``-detailed-exitcode``): the whole
 plan is always printed (valid monitors planned, invalid files shown with their
 errors), then the exit code is 1 when any monitor or overlay file has an error;
 else, with ``--detailed-exitcode``, 2 when something would change; else 0.
+
+No plan at all (exit 1, one line) when monitors.toml is invalid, or when the
+running daemon runs with other settings than this command (another device, or
+monitors.toml edited since it started: it must be restarted to use them).
 """
 
 from __future__ import annotations
@@ -34,8 +38,11 @@ def command(ctx: click.Context, as_json: bool, out: Path | None, detailed_exitco
     """Show what a reconcile would start, stop, replace and update on this device.
 
     Invalid files do not hide the rest: valid monitors are planned, and an invalid
-    one is shown kept at its last applied version with its error. Exit 1 when any
-    monitor or overlay file has an error (`monitors lint` shows them all).
+    one is shown kept at its last applied version with its error (an action naming
+    an agent, routine or channel monitors.toml lacks makes a file invalid too). Exit 1
+    when any monitor or overlay file has an error (`monitors lint` shows them all),
+    when monitors.toml is invalid, or when the running daemon was started with other
+    settings (restart it to use the new ones).
     """
     from reconciler.daemon import handover
     from reconciler.render import plan as render

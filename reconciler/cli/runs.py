@@ -7,7 +7,8 @@ import click
 
 @click.command("runs")
 @click.argument("name")
-@click.option("--limit", default=20, show_default=True, help="Newest fires to show.")
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1),
+              help="Newest fires to show (1 or more).")
 @click.option("--json", "as_json", is_flag=True, help="Print the fire records as JSON.")
 @click.pass_context
 def command(ctx: click.Context, name: str, limit: int, as_json: bool) -> int:

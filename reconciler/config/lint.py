@@ -5,6 +5,11 @@ given files and directories (pre-commit passes changed files), loading the
 layers as well so that cross-file checks (duplicate fingerprints, overlays
 naming a monitor, shadowing) see the whole repository, then keeps only the
 problems of the given files. ``--strict`` turns warnings into a failure.
+
+Linting the layers also checks that they exist (``layer_problems``): a missing
+user layer, or a layer directory that monitors.toml's ``[layers]`` names, is an
+error (``missing-layer``), so a wrong path cannot lint clean with nothing in it.
+An existing but empty layer is fine.
 """
 
 from __future__ import annotations
@@ -20,7 +25,10 @@ from pathlib import Path
 from reconciler.config import loader, repochecks
 from reconciler.config import problems as P
 from reconciler.config.problems import Problem
-from reconciler.settings import Settings
+from reconciler.settings import SETTINGS_FILE, USER_DIR, Settings
+
+LAYER_KEYS = ("user", "system", "overlays")
+"""The ``[layers]`` keys of monitors.toml, in ``layer_problems`` order."""
 
 
 @dataclass
@@ -84,12 +92,45 @@ def _no_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
+def layer_problems(settings: Settings) -> list[Problem]:
+    """Errors (rule ``missing-layer``) for layer directories that should exist and do not.
+
+    The user layer (``monitors.d/``, or ``[layers] user``) is always expected; the
+    system and overlays layers only when ``[layers]`` in monitors.toml names them
+    (``system/`` arrives with ``monitors system pull``, ``overlays/`` with the first
+    pause or pin). A configured layer is reported against monitors.toml
+    (``monitors.toml:1:1: error: layers.user: directory nope.d does not exist``),
+    the default user layer against its own path. Reads only the file system.
+    """
+    configured = settings.toml.get("layers")
+    layers = configured if isinstance(configured, dict) else {}
+    dirs = {"user": settings.user_dir, "system": settings.system_dir,
+            "overlays": settings.overlays_dir}
+    out: list[Problem] = []
+    for key in LAYER_KEYS:
+        path = dirs[key]
+        if path.is_dir() or (key != "user" and key not in layers):
+            continue
+        what = "is not a directory" if os.path.lexists(path) else "does not exist"
+        if key in layers:
+            toml = loader.display(settings.root / SETTINGS_FILE)
+            out.append(P.error(toml, 1, 1, f"layers.{key}",
+                               f"directory {layers[key]} {what}", "missing-layer"))
+        else:
+            out.append(P.error(loader.display(path), 1, 1, "",
+                               f"the user layer directory {USER_DIR}/ {what} (create it, "
+                               f"or set [layers] user in {SETTINGS_FILE})",
+                               "missing-layer"))
+    return out
+
+
 def _run(settings: Settings, paths: Sequence[Path] | None, *, now: datetime | None,
          action_check: loader.ActionCheck | None) -> LintReport:
     if not paths:
         result = loader.load(settings, now=now, jobs=None, action_check=action_check)
         extra = [*repochecks.ignored_entries(settings), *repochecks.system_modified(settings),
-                 *repochecks.unknown_devices(settings, result.monitors)]
+                 *repochecks.unknown_devices(settings, result.monitors),
+                 *layer_problems(settings)]
         return LintReport(sorted([*result.problems, *extra]), result.files)
     missing = [p for p in paths if not os.path.lexists(p)]
     present = [p for p in paths if os.path.lexists(p)]

@@ -55,6 +55,7 @@ RULES: dict[str, str] = {
     "not-evaluated": "a push source (ws, webhook): validated, but not evaluated yet",
     "system-modified": "a file in the pull-only system/ layer differs from what `monitors "
                        "system pull` recorded (move the change to monitors.d/ or an overlay)",
+    "missing-layer": "the user layer, or a layer directory [layers] names, does not exist",
 }
 
 

@@ -4,11 +4,19 @@ Blocking sockets only (the CLI has no event loop). ``request`` raises
 ``errors.PlanError`` with what to do next when no daemon answers.
 ``state_errors`` turns an ``OSError`` on a path in the state directory (read-only,
 not a directory, full) into one ``errors.StateError`` line.
+
+The daemon reads monitors.toml once, at start (a restart is needed to use an
+edited one). ``settings_mismatch`` compares the settings of this command with
+those of the running daemon (its ``status``: ``device``, ``root`` and
+``settingsDigest``, the ``settings_digest`` of the monitors.toml it loaded), so
+``plan``, ``apply`` and ``list`` never plan or report for settings the daemon
+does not run with.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import socket
@@ -132,6 +140,62 @@ def status(state_dir: Path, *, timeout: float = 5.0) -> dict[str, Any] | None:
         return request(state_dir, "status", timeout=timeout)
     except NotRunning:
         return None
+
+
+def settings_digest(cfg: settings.Settings) -> str:
+    """``sha256:`` over the canonical JSON of the parsed monitors.toml (``cfg.toml``).
+
+    Comments, blank lines and key order do not change it; any value does (TOML
+    dates are hashed as their ISO text). The daemon reports the digest of the
+    monitors.toml it loaded at start in ``status`` as ``settingsDigest``.
+    """
+    body = json.dumps(dict(cfg.toml), sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=False, default=str).encode()
+    return "sha256:" + hashlib.sha256(body).hexdigest()
+
+
+def settings_mismatch(cfg: settings.Settings, status: dict[str, Any] | None) -> str | None:
+    """Why the running daemon (its ``status`` reply) runs with settings other than ``cfg``,
+    or None when they agree or no daemon runs (``status`` None).
+
+    Compares the device, the repository root and, when the daemon reports one,
+    ``settingsDigest`` against ``settings_digest(cfg)``. The answer is one line:
+    ``the daemon runs with other settings (device vm; monitors.toml changed since it
+    started): restart it (stop it, then `monitors apply`) to use them (daemon pid 12)``.
+    """
+    if status is None:
+        return None
+    what: list[str] = []
+    device = status.get("device")
+    if isinstance(device, str) and device != cfg.device:
+        what.append(f"device {device}")
+    root = status.get("root")
+    if isinstance(root, str) and root and os.path.realpath(root) != os.path.realpath(cfg.root):
+        what.append(f"root {root}")
+    digest = status.get("settingsDigest")
+    if isinstance(digest, str) and digest != settings_digest(cfg):
+        what.append(f"{settings.SETTINGS_FILE} changed since it started")
+    if not what:
+        return None
+    pid = status.get("pid")
+    which = f" (daemon pid {pid})" if isinstance(pid, int) else ""
+    return (f"the daemon runs with other settings ({'; '.join(what)}): restart it (stop it, "
+            f"then `monitors apply`) to use them{which}")
+
+
+class SettingsMismatch(errors.PlanError):
+    """The running daemon runs with other settings than this command (``settings_mismatch``)."""
+
+
+def check_settings(cfg: settings.Settings, status: dict[str, Any] | None) -> None:
+    """Raise ``SettingsMismatch`` when ``settings_mismatch(cfg, status)`` finds a difference.
+
+    Raises:
+        SettingsMismatch: with the one-line reason.
+    """
+    reason = settings_mismatch(cfg, status)
+    if reason is not None:
+        raise SettingsMismatch(reason)
 
 
 def start_detached(cfg: settings.Settings, *, timeout: float = START_TIMEOUT) -> int:

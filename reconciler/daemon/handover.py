@@ -6,6 +6,12 @@ running state; without one, running state is empty and the applied set in
 ``running.json`` only supplies last-known-good versions. ``apply`` checks a
 saved plan, the mass-stop guard, starts the daemon when needed, asks it to
 reconcile and waits for first polls. No printing, no click: results are data.
+
+Both refuse (an error, exit 1) what the daemon would not run: an invalid
+monitors.toml (the daemon does not start with one), and a running daemon whose
+settings differ from this command's (another device or root, or monitors.toml
+edited since it started: the daemon reads it only at start). A plan made for
+other settings is never handed to that daemon.
 """
 
 from __future__ import annotations
@@ -45,7 +51,10 @@ def current_plan(cfg: settings.Settings, *, allow_mass_stop: bool = False) -> pl
     Raises:
         errors.StateError: ``running.json`` is from a newer version, or the state
             directory cannot be read.
-        errors.ConfigError: the fleet file or settings are unusable.
+        errors.ConfigError: the fleet file or settings are unusable, or monitors.toml's
+            agents, routines, channels or owner are invalid (``monitors.toml: ...``).
+        client.SettingsMismatch: the running daemon runs with other settings
+            (``client.settings_mismatch``).
     """
     with client.state_errors(cfg.state_dir):
         status = client.status(cfg.state_dir)
@@ -53,6 +62,9 @@ def current_plan(cfg: settings.Settings, *, allow_mass_stop: bool = False) -> pl
         last_good = {n: e.monitor for n, e in reg.entries.items()}
         autopaused = _autopaused(cfg.state_dir)
     snap = snapshot.read(cfg, last_good=last_good, autopaused=autopaused)
+    if snap.settings_error is not None:
+        raise errors.ConfigError(settings_error_line(snap.settings_error))
+    client.check_settings(cfg, status)
     running = last_good if status is not None else {}
     generation = int(status["generation"]) if status is not None else reg.generation
     return plan_mod.make(
@@ -60,20 +72,38 @@ def current_plan(cfg: settings.Settings, *, allow_mass_stop: bool = False) -> pl
         daemon_pid=status.get("pid") if status else None, generation=generation,
         digest=snap.digest, commit=snap.commit, dirty=snap.dirty, problems=snap.problems,
         allow_mass_stop=allow_mass_stop, created_at=snapshot.now_iso(), root=cfg.root,
-        error_files=snap.error_files)
+        error_files=snap.error_files, settings_digest=client.settings_digest(cfg))
+
+
+def settings_error_line(message: str) -> str:
+    """One line for an invalid monitors.toml: the message (it names ``monitors.toml``)
+    and that nothing can be planned or applied until it is fixed."""
+    named = message if message.startswith(settings.SETTINGS_FILE) else \
+        f"{settings.SETTINGS_FILE}: {message}"
+    return f"{named} (the daemon does not start with an invalid {settings.SETTINGS_FILE}; fix it)"
 
 
 def load_saved(path: Path) -> plan_mod.SavedPlan:
     """Read a ``plan --out`` file.
 
     Raises:
-        errors.PlanError: unreadable, not JSON or not a plan file.
+        errors.PlanError: unreadable, not JSON (``p.json is not a plan file saved by
+            `monitors plan --out` (invalid JSON at line 1 column 1)``) or not a plan file.
     """
+    not_a_plan = f"{path} is not a plan file saved by `monitors plan --out`"
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-        return plan_mod.SavedPlan.from_json(doc)
     except OSError as e:
         raise errors.PlanError(f"{path}: cannot read plan file: {e.strerror}") from e
+    except json.JSONDecodeError as e:
+        raise errors.PlanError(f"{not_a_plan} (invalid JSON at line {e.lineno} column "
+                               f"{e.colno})") from e
+    except UnicodeDecodeError as e:
+        raise errors.PlanError(f"{not_a_plan} (not UTF-8 text)") from e
+    except RecursionError as e:
+        raise errors.PlanError(f"{not_a_plan} (JSON nested too deeply)") from e
+    try:
+        return plan_mod.SavedPlan.from_json(doc)
     except ValueError as e:
         raise errors.PlanError(f"{path}: {e}") from e
 
@@ -81,7 +111,8 @@ def load_saved(path: Path) -> plan_mod.SavedPlan:
 @dataclass(slots=True)
 class MonitorReport:
     """What apply did to one monitor: ``status`` is ``ok`` (first poll ok), ``failed``,
-    ``pending`` (not picked up in time), ``stopped``, ``updated``, ``held`` or ``error``."""
+    ``pending`` (first poll still running, or not picked up in time), ``stopped``,
+    ``updated``, ``held`` or ``error``."""
 
     name: str
     action: str
@@ -154,6 +185,8 @@ def apply(
     if not plan.daemon_running:
         with client.state_errors(cfg.state_dir):
             report.started_daemon = client.start_detached(cfg)
+    # the daemon that gets the plan (ours, or one started meanwhile) runs our settings
+    client.check_settings(cfg, client.status(cfg.state_dir))
     waited = [c.name for c in plan.changes
               if c.action in (Action.START, Action.REPLACE, Action.RENAME)]
     reply = client.request(cfg.state_dir, "reconcile", timeout=wait + REQUEST_SLACK,
@@ -162,6 +195,7 @@ def apply(
     polls: dict[str, dict[str, Any]] = reply.get("firstPolls") or {}
     applied = reply.get("applied") or {}
     failed: dict[str, str] = applied.get("failed") or {}
+    started = set(applied.get("started") or ())
     for change in plan.changing():
         name = change.name
         if name in failed:
@@ -171,10 +205,26 @@ def apply(
         elif change.action is Action.UPDATE:
             report.monitors.append(MonitorReport(name, "update", "updated", change.reason))
         else:
-            poll = polls.get(name) or {"status": "pending", "error": None}
-            status = str(poll.get("status") or "pending")
-            detail = {"ok": "first poll ok",
-                      "failed": f"first poll failed: {poll.get('error')}",
-                      "pending": f"not picked up within {wait:g}s"}.get(status, status)
+            poll = polls.get(name)
+            status = str((poll or {}).get("status") or "pending")
+            if status == "ok":
+                detail = "first poll ok"
+            elif status == "failed":
+                detail = f"first poll failed: {(poll or {}).get('error')}"
+            elif status != "pending":
+                detail = status
+            else:
+                detail = pending_detail(picked_up=poll is not None or name in started,
+                                        wait=wait)
             report.monitors.append(MonitorReport(name, change.action.value, status, detail))
     return report
+
+
+def pending_detail(*, picked_up: bool, wait: float) -> str:
+    """Why a started monitor has no first poll result after ``wait`` seconds: it runs
+    and its first poll is still running, or the daemon did not pick it up."""
+    if not picked_up:
+        return f"not picked up within {wait:g}s"
+    if wait <= 0:
+        return "started; its first poll was not waited for (--wait 0)"
+    return f"first poll still running after {wait:g}s"

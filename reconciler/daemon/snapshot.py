@@ -3,6 +3,12 @@
 This is the I/O half of planning (``planning.plan`` is the pure half): the CLI's
 ``plan``/``apply`` and the daemon's reconcile loop both call ``read`` and then
 ``planning.plan.make``. No printing, no click.
+
+``read`` checks what ``monitors lint`` checks: every action's agent, routine and
+channel names against monitors.toml (``action_check``; a monitor naming an
+undefined one is invalid, like a file with a schema error), and that the layer
+directories exist (``config.lint.layer_problems``). An invalid monitors.toml is
+``Snapshot.settings_error``: ``plan`` and ``apply`` refuse it, as the daemon does.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler import errors, fleet, settings
+from reconciler.config import problems as problems_mod
 from reconciler.model import Monitor, MonitorName
 from reconciler.planning import placement
 from reconciler.planning import plan as plan_mod
@@ -33,6 +40,9 @@ class Snapshot:
         commit, dirty: the repository revision (None outside a git checkout).
         placements: name -> placement decision for every valid monitor.
         error_files: the files with at least one error-severity problem, sorted.
+        settings_error: why monitors.toml's agents, routines, channels or owner are
+            invalid (``monitors.toml: owner.channels: ...``), or None. Action names
+            are not checked then.
     """
 
     desired: plan_mod.Desired
@@ -44,6 +54,7 @@ class Snapshot:
     dirty: bool
     placements: Mapping[MonitorName, placement.Placement]
     error_files: tuple[str, ...] = ()
+    settings_error: str | None = None
 
 
 def now_iso() -> str:
@@ -76,10 +87,41 @@ def _inside_git(root: Path) -> bool:
     return any((candidate / ".git").exists() for candidate in (root, *root.parents))
 
 
-def _load(cfg: settings.Settings) -> Any:
+ActionCheck = Callable[[Mapping[str, Any]], list[tuple[str, str]]]
+"""``config.loader.ActionCheck``: ``(dotted field, message)`` pairs for one action mapping."""
+
+
+def action_check(cfg: settings.Settings
+                 ) -> tuple[ActionCheck | None, list[problems_mod.Problem]]:
+    """The action check ``monitors lint``, ``plan`` and the daemon share.
+
+    ``actions.checks.references`` bound to the parsed monitors.toml: agent, routine
+    and channel names must be defined, a run needs an agent or a usable command.
+    Templates are checked by ``config.semantic`` (without Jinja2 unless a template
+    needs it), not here. Pure apart from reading ``cfg.toml``; imports no click.
+
+    Returns:
+        ``(check, [])`` with a picklable check for ``config.loader.load(action_check=)``,
+        or ``(None, [problem])`` when monitors.toml's agents, routines, channels or
+        owner are invalid: one ``settings`` error naming ``<root>/monitors.toml``
+        (names are not checked then).
+    """
+    import functools
+
+    from reconciler.actions import checks, options
+
+    try:
+        config = options.parse(cfg.toml)
+    except errors.ConfigError as e:
+        path = cfg.root / settings.SETTINGS_FILE
+        return None, [problems_mod.error(str(path), 1, 1, "", str(e), "settings")]
+    return functools.partial(checks.references, config=config), []
+
+
+def _load(cfg: settings.Settings, check: ActionCheck | None = None) -> Any:
     from reconciler.config import loader
 
-    return loader.load(cfg)
+    return loader.load(cfg, action_check=check)
 
 
 def invalid_errors(result: Any) -> dict[MonitorName, str]:
@@ -131,11 +173,20 @@ def read(
     Args:
         last_good: the applied set (running registry) for last-known-good versions.
         autopaused: name -> reason, from running state.
+        loader: stands in for ``config.loader.load`` (then actions are not checked).
+
+    A monitor whose action names an undefined agent, routine or channel is invalid
+    (``unknown-reference``: kept at its last applied version, else not started); a
+    missing layer directory is an error problem (``missing-layer``); an invalid
+    monitors.toml is ``Snapshot.settings_error`` and a ``settings`` problem.
 
     Raises:
         errors.ConfigError: the fleet file or settings are unusable.
     """
-    result = (loader or _load)(cfg)
+    from reconciler.config import lint
+
+    check, settings_problems = action_check(cfg)
+    result = loader(cfg) if loader is not None else _load(cfg, check)
     fleet_doc = fleet.load(cfg.fleet_file)
     placements = {name: placement.owner_decision(m, device=cfg.device, fleet=fleet_doc)
                   for name, m in result.monitors.items()}
@@ -149,7 +200,7 @@ def read(
                                    last_good=last_good, autopaused=autopaused)
     desired.start_reasons.update(expired_pauses(result, desired.monitors, cfg.root))
     commit, dirty = git_revision(cfg.root) if with_git else (None, False)
-    problems = sorted(result.problems)
+    problems = sorted([*result.problems, *settings_problems, *lint.layer_problems(cfg)])
     return Snapshot(
         desired=desired,
         monitors=result.monitors,
@@ -161,7 +212,9 @@ def read(
         placements=placements,
         error_files=tuple(sorted({str(p.file) for p in problems
                                   if str(p.severity) == "error"})),
+        settings_error=settings_problems[0].message if settings_problems else None,
     )
 
 
-__all__ = ["Snapshot", "errors", "git_revision", "invalid_errors", "now_iso", "read"]
+__all__ = ["Snapshot", "action_check", "errors", "git_revision", "invalid_errors", "now_iso",
+           "read"]

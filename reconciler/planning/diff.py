@@ -252,7 +252,7 @@ def diff(
                                    monitor=want, old=have, fields=identity_changes(have, want))
         elif registry.config_hash(want) != registry.config_hash(have):
             fields = update_changes(have, want)
-            what = ", ".join(f.path.split(".")[0] for f in fields)
+            what = ", ".join(dict.fromkeys(f.path.split(".")[0] for f in fields)) or "config"
             changes[name] = Change(Action.UPDATE, name,
                                    f"{what} changed: updated in place, baseline kept",
                                    monitor=want, old=have, fields=fields)

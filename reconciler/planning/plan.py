@@ -5,8 +5,9 @@ Pure: callers load files, state and the git revision, and pass them in
 also the saved-plan file of ``monitors plan --out`` (``to_json`` /
 ``from_json``), tied to what it was made against: the repository commit, the
 loader digest (``system/``, ``monitors.d/`` and overlays), a digest of the
-desired set (covers fleet, device and expired pauses) and the running
-generation. ``stale_reasons`` compares a saved plan with a fresh one.
+desired set (covers fleet, device and expired pauses), the digest of
+monitors.toml (``settingsDigest``) and the running generation.
+``stale_reasons`` compares a saved plan with a fresh one.
 
 Mass-stop guard: a plan that stops more than half of the running monitors when
 at least five run, or every running monitor when at least two run, is held
@@ -216,6 +217,8 @@ class Plan:
         created_at: ISO-8601 UTC.
         error_files: the monitor and overlay files with at least one error (sorted);
             ``plan`` exits 1 when there is one (Terraform: errors -> 1).
+        settings_digest: the digest of the monitors.toml the plan was made with
+            (``daemon.client.settings_digest``); empty when not known.
     """
 
     changes: tuple[Change, ...]
@@ -233,6 +236,7 @@ class Plan:
     created_at: str = ""
     root: str = ""
     error_files: tuple[str, ...] = ()
+    settings_digest: str = ""
 
     def counts(self) -> dict[str, int]:
         """Action value -> number of changes (every action present, held stops included)."""
@@ -290,6 +294,7 @@ class Plan:
             "dirty": self.dirty,
             "digest": self.digest,
             "desiredDigest": self.desired_digest,
+            "settingsDigest": self.settings_digest,
             "generation": self.generation,
             "daemon": {"running": self.daemon_running, "pid": self.daemon_pid},
             "massStop": self.mass_stop,
@@ -315,6 +320,7 @@ class SavedPlan:
     device: str
     summary: str
     doc: Mapping[str, Any]
+    settings_digest: str = ""
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> SavedPlan:
@@ -333,7 +339,8 @@ class SavedPlan:
             return cls(commit=doc.get("commit"), digest=str(doc["digest"]),
                        desired_digest=str(doc["desiredDigest"]),
                        generation=int(doc["generation"]), device=str(doc["device"]),
-                       summary=str(doc.get("summary", "")), doc=doc)
+                       summary=str(doc.get("summary", "")), doc=doc,
+                       settings_digest=str(doc.get("settingsDigest") or ""))
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"plan file is missing a field: {e}") from e
 
@@ -351,6 +358,9 @@ def stale_reasons(saved: SavedPlan, current: Plan) -> list[str]:
     elif saved.desired_digest != current.desired_digest:
         reasons.append("the desired set changed (fleet file, device, a pause expiry or an "
                        "auto-pause)")
+    if saved.settings_digest and current.settings_digest and \
+            saved.settings_digest != current.settings_digest:
+        reasons.append("monitors.toml changed since the plan was made")
     if saved.generation != current.generation:
         reasons.append(f"running generation changed from {saved.generation} to "
                        f"{current.generation} (the daemon reconciled since)")
@@ -398,6 +408,7 @@ def make(
     created_at: str = "",
     root: Path | str = "",
     error_files: Iterable[str] = (),
+    settings_digest: str = "",
 ) -> Plan:
     """Diff ``desired`` against ``running`` and wrap the result as a ``Plan``.
 
@@ -433,4 +444,5 @@ def make(
         created_at=created_at,
         root=str(root),
         error_files=tuple(sorted(set(error_files))),
+        settings_digest=settings_digest,
     )
