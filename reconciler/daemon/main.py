@@ -163,7 +163,9 @@ class Daemon:
             if self.options.once:
                 rc = await self._once(applied.started)
             else:
-                server = control.ControlServer(self.cfg.state_dir, self.handle)
+                server = control.ControlServer(
+                    self.cfg.state_dir, self.handle,
+                    settings_digest=client.settings_digest(self.cfg))
                 try:
                     await server.start()
                 except OSError as e:

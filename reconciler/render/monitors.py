@@ -99,8 +99,10 @@ def listing(data: dict[str, Any], *, wide: bool = False, width: int | None = Non
     daemon = data["daemon"]
     lines.append("")
     if daemon["running"]:
-        lines.append(f"Daemon running on {data['device']} (pid {daemon['pid']}), generation "
-                     f"{daemon['generation']}.")
+        lines.append(f"Daemon running on {daemon.get('device') or data['device']} "
+                     f"(pid {daemon['pid']}), generation {daemon['generation']}.")
+        if daemon.get("settingsMismatch"):
+            lines.append(f"warning: {daemon['settingsMismatch']}")
     else:
         lines.append(f"The daemon is not running on {data['device']} (`monitors apply` or "
                      "`monitors run` starts it).")

@@ -75,6 +75,9 @@ def test_plan_and_apply_refuse_a_daemon_running_other_settings(
     apply = d.cli("apply", "--yes", "--allow-mass-stop")
     assert apply.returncode == 1 and apply.stderr.strip() == f"error: {toml_changed}"
     assert set(d.running()) == set(names) and _generation(repo) == generation
+    listing = d.cli("list")
+    assert f"warning: {toml_changed}" in listing.stdout, listing.stdout + listing.stderr
+    assert "Daemon running on test-box" in listing.stdout
 
     repo.write("monitors.toml", 'device = "otherbox"\n')
     other = subprocess.run(
