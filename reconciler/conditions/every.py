@@ -14,10 +14,7 @@ def decide(
 ) -> Decision:
     """See ``reconciler.conditions``."""
     cond = monitor.condition
-    text = signature.apply_ignore(observation.text, cond.get("ignore") or ())
-    dedupe = cond.get("dedupeKey")
-    key = signature.key(text, dedupe)
-    sig = signature.of(key)
+    text, dedupe, key, sig = signature.prepare(cond, observation.text)
     summary = signature.shorten(key if dedupe else text)
     state = {**(previous or {}), "fingerprint": monitor.fingerprint, "mode": "every",
              "lastSignature": sig}

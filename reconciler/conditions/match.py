@@ -14,10 +14,7 @@ def decide(
 ) -> Decision:
     """See ``reconciler.conditions``."""
     cond = monitor.condition
-    text = signature.apply_ignore(observation.text, cond.get("ignore") or ())
-    dedupe = cond.get("dedupeKey")
-    key = signature.key(text, dedupe)
-    sig = signature.of(key)
+    text, dedupe, _key, sig = signature.prepare(cond, observation.text)
     base = {"fingerprint": monitor.fingerprint, "mode": "match"}
     prev = dict(previous) if previous is not None else {}
     m = signature.compiled(str(cond.get("match") or "")).search(text)

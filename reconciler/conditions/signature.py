@@ -5,7 +5,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 MAX_PLAIN = 256
 """Signatures longer than this many characters are stored as ``sha256:<hex>``."""
@@ -78,3 +79,17 @@ def shorten(text: str, limit: int = SUMMARY_CHARS) -> str:
     """``text`` stripped and cut to ``limit`` characters (an ellipsis marks the cut)."""
     text = text.strip()
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def prepare(condition: Mapping[str, Any], observed: str) -> tuple[str, str | None, str, str]:
+    """The first step every condition mode shares.
+
+    Returns:
+        ``(text, dedupe, key, sig)``: the observation after ``condition.ignore``, the
+        ``dedupeKey`` regex (or None), the key it selects (``key``) and its signature
+        (``of``).
+    """
+    text = apply_ignore(observed, condition.get("ignore") or ())
+    dedupe = condition.get("dedupeKey")
+    k = key(text, dedupe)
+    return text, dedupe, k, of(k)
