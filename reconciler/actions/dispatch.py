@@ -337,6 +337,7 @@ class Dispatcher:
                                    attempts=0, reason=str(e))
                 return
             argv = agents.substitute(job.spec.argv, job.prompt)
+            timeout = job.spec.timeout or options.DEFAULT_RUN_TIMEOUT  # seconds
             await asyncio.to_thread(_write_prompt, fdir / PROMPT_FILE, job.prompt)
             # Durable "dispatched" before the spawn: a crash after this point can never
             # lead to a second spawn (at-most-once; recovery marks it interrupted).
@@ -344,14 +345,14 @@ class Dispatcher:
                                attempts=1, dispatchedAt=now_iso(), command=job.spec.name,
                                argv0=argv[0], output=OUTPUT_FILE)
             outcome = await run.execute(
-                argv, cwd=cwd, env=env, timeout=job.spec.timeout or options.DEFAULT_RUN_TIMEOUT,
+                argv, cwd=cwd, env=env, timeout=timeout,
                 output_path=fdir / OUTPUT_FILE, redactor=self.redactor,
                 max_bytes=self.max_output, kill_grace=self.kill_grace,
             )
             if outcome.error:
                 reason = outcome.error
             elif outcome.timed_out:
-                reason = f"timed out after {job.spec.timeout:g}s; process group killed"
+                reason = f"timed out after {timeout:g}s; process group killed"
             elif outcome.exit_code != 0:
                 reason = f"exit code {outcome.exit_code}"
             else:
@@ -380,7 +381,7 @@ class Dispatcher:
 
     async def _notify(self, monitor: Monitor, event: Event, channels: tuple[str, ...],
                       message: str, extra: dict[str, Any]) -> None:
-        try:
+        async def deliver() -> None:
             await self._update(monitor.name, event.id, status=str(FireStatus.DISPATCHED),
                                action=str(ActionType.NOTIFY), dispatchedAt=now_iso(),
                                channels=list(channels), **extra)
@@ -389,12 +390,21 @@ class Dispatcher:
             await self._finish(monitor, event,
                                FireStatus.SUCCEEDED if delivery.ok else FireStatus.FAILED,
                                attempts=delivery.attempts, reason=delivery.reason)
+
+        await self._delivery("notify", monitor, event, deliver())
+
+    async def _delivery(self, what: str, monitor: Monitor, event: Event,
+                        body: Coroutine[Any, Any, None]) -> None:
+        """Await a notify or webhook-out delivery (``body``). Cut short by ``close``, the
+        record stays ``dispatched`` (re-sent by ``recovery``); a bug fails the fire."""
+        try:
+            await body
         except asyncio.CancelledError:
             await self._update(monitor.name, event.id,
                                reason="interrupted by shutdown; re-sent at the next start")
             raise
         except Exception as e:
-            LOG.exception("notify of %s/%s failed", monitor.name, event.id)
+            LOG.exception("%s of %s/%s failed", what, monitor.name, event.id)
             await self._finish(monitor, event, FireStatus.FAILED, reason=f"internal error: {e}")
 
     # webhook-out
@@ -418,7 +428,8 @@ class Dispatcher:
                        request: tuple[str, bytes, dict[str, str]], extra: dict[str, Any]) -> None:
         url, data, headers = request
         action = monitor.action
-        try:
+
+        async def deliver() -> None:
             await self._update(monitor.name, event.id, status=str(FireStatus.DISPATCHED),
                                action=str(ActionType.WEBHOOK_OUT), dispatchedAt=now_iso(),
                                signed=webhook_out.SIGNATURE_HEADER in headers, **extra)
@@ -444,20 +455,16 @@ class Dispatcher:
                                FireStatus.SUCCEEDED if delivery.ok else FireStatus.FAILED,
                                attempts=delivery.attempts, httpStatus=delivery.status,
                                reason=delivery.reason)
-        except asyncio.CancelledError:
-            await self._update(monitor.name, event.id,
-                               reason="interrupted by shutdown; re-sent at the next start")
-            raise
-        except Exception as e:
-            LOG.exception("webhook-out of %s/%s failed", monitor.name, event.id)
-            await self._finish(monitor, event, FireStatus.FAILED, reason=f"internal error: {e}")
 
+        await self._delivery("webhook-out", monitor, event, deliver())
 
     async def _attempts_made(self, name: str, event_id: str) -> int:
         """``attempts`` of the fire record (0 when missing or unreadable)."""
         try:
             record = await asyncio.to_thread(self.store.read_fire, name, event_id) or {}
-        except Exception:
+        except Exception:  # counting from 0 only re-sends more: say why, go on
+            LOG.warning("cannot read fire record %s/%s: re-send counts attempts from 0",
+                        name, event_id, exc_info=True)
             return 0
         value = record.get("attempts")
         return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 \

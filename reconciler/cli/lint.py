@@ -50,13 +50,6 @@ def action_check(settings: Settings) -> tuple[Any, list[Problem]]:
     return snapshot.action_check(settings)
 
 
-def settings_file() -> str:
-    """The settings file name (``monitors.toml``)."""
-    from reconciler import settings
-
-    return settings.SETTINGS_FILE
-
-
 @click.command("lint")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from reconciler.cli import runs
+
 
 @click.command("logs")
 @click.argument("name")
@@ -13,11 +15,4 @@ import click
 @click.pass_context
 def command(ctx: click.Context, name: str, limit: int, as_json: bool) -> int:
     """Show the action output (run/routine output, delivery results) of NAME's latest fires."""
-    from reconciler.daemon import client, views
-    from reconciler.render import monitors as render
-
-    cfg = ctx.find_root().obj.settings()
-    with client.state_errors(cfg.state_dir):
-        items = views.logs(cfg, name, limit=limit)
-    click.echo(render.as_json(items) if as_json else render.logs(name, items), nl=False)
-    return 0
+    return runs.show(ctx, name, what="logs", limit=limit, as_json=as_json)

@@ -9,9 +9,8 @@ message; ``--apply`` hands the change to the daemon at once (``cli.apply``).
 
 from __future__ import annotations
 
-import importlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,22 +51,11 @@ def shown(settings: Settings, path: Path | None) -> str:
 
 
 def run_apply(ctx: click.Context, *, wait: float = APPLY_WAIT) -> int:
-    """Apply at once through ``cli.apply.apply_now(ctx_obj, wait=...)``.
+    """Apply at once through ``cli.apply.apply_now(ctx_obj, wait=...)`` (``wait``:
+    seconds for the first polls of started monitors); returns its exit code."""
+    from reconciler.cli import apply as apply_mod  # lazy: only --apply needs it
 
-    Returns its exit code, or 1 with a clear line when apply is not available.
-    """
-    try:
-        module = importlib.import_module("reconciler.cli.apply")
-    except ModuleNotFoundError as e:
-        if e.name != "reconciler.cli.apply":
-            raise
-        module = None
-    apply_now: Callable[..., int] | None = getattr(module, "apply_now", None)
-    if apply_now is None:
-        click.echo("error: --apply: apply is not available yet in this version; the change "
-                   "is written: run `monitors apply` once it is", err=True)
-        return errors.ExitCode.ERROR
-    return int(apply_now(ctx.find_root().obj, wait=wait))
+    return int(apply_mod.apply_now(ctx.find_root().obj, wait=wait))
 
 
 def commit_paths(settings: Settings, paths: Sequence[Path], message: str) -> None:
@@ -104,6 +92,20 @@ def _words(name: str | None, labels: Sequence[str]) -> list[str]:
     for item in labels:
         out += ["-l", item]
     return out
+
+
+def _targets(ctx: click.Context, name: str | None, labels: Sequence[str]
+             ) -> tuple[Settings, Any, list[str]]:
+    """``(settings, loaded layers, target names)`` of a NAME or ``-l KEY=VALUE`` command.
+
+    Raises:
+        errors.UsageError: both or neither of NAME and ``-l`` given.
+        errors.NotFoundError: no monitor called NAME, or none matches the labels.
+    """
+    settings = settings_of(ctx)
+    loaded = load(settings)
+    names = authoring.targets(settings, name=name, labels=labels, loaded=loaded)
+    return settings, loaded, names
 
 
 def _subject(names: Sequence[str], labels: Sequence[str]) -> str:
@@ -164,9 +166,7 @@ def pause(ctx: click.Context, name: str | None, labels: tuple[str, ...], until: 
     (a temporary pause never silently becomes permanent); `--until never` makes
     it last until `monitors resume`.
     """
-    settings = settings_of(ctx)
-    loaded = load(settings)
-    names = authoring.targets(settings, name=name, labels=labels, loaded=loaded)
+    settings, _, names = _targets(ctx, name, labels)
     expiry = authoring.until_arg(until)
     words = ["pause", *_words(name, labels)]
     if until is not None:
@@ -218,9 +218,7 @@ def resume(ctx: click.Context, name: str | None, labels: tuple[str, ...], commit
     clear a rate-limit auto-pause in the running state."""
     from reconciler.state import store as store_mod
 
-    settings = settings_of(ctx)
-    loaded = load(settings)
-    names = authoring.targets(settings, name=name, labels=labels, loaded=loaded)
+    settings, loaded, names = _targets(ctx, name, labels)
     command = authoring.command_line(["resume", *_words(name, labels)])
     store = store_mod.Store(settings.state_dir)
     rows, lines, paths = [], [], []
@@ -286,9 +284,7 @@ def pin(ctx: click.Context, name: str | None, labels: tuple[str, ...], pin_devic
         listed = authoring.split_devices(pin_devices or "")
         spec = {"devices": list(listed)}
         flag = ["--devices", ",".join(listed)]
-    settings = settings_of(ctx)
-    loaded = load(settings)
-    names = authoring.targets(settings, name=name, labels=labels, loaded=loaded)
+    settings, _, names = _targets(ctx, name, labels)
     command = authoring.command_line(["pin", *_words(name, labels), *flag])
     fleet = fleet_mod.load(settings.fleet_file)
     paths = [p for n in names
@@ -317,9 +313,7 @@ def unpin(ctx: click.Context, name: str | None, labels: tuple[str, ...], commit:
           apply: bool, as_json: bool) -> int:
     """Remove NAME's pin overlay (deleting an overlay left empty); the monitor's own
     placement applies again."""
-    settings = settings_of(ctx)
-    loaded = load(settings)
-    names = authoring.targets(settings, name=name, labels=labels, loaded=loaded)
+    settings, loaded, names = _targets(ctx, name, labels)
     command = authoring.command_line(["unpin", *_words(name, labels)])
     rows, lines, paths = [], [], []
     for n in names:

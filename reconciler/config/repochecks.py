@@ -65,8 +65,9 @@ def unknown_devices(settings: Settings,
     """Warnings (rule ``unknown-device``) for device sources and owner pins naming a
     device that ``fleet.yaml`` does not list, at the offending node: the file's
     ``source.device``, ``device`` or ``devices[i]``, or the pin of the overlay that
-    placed it. Without a fleet file only ``device`` sources are checked (their address
-    can only come from the fleet file); this device's own name is always known."""
+    placed it. Without a fleet file the fleet is this device alone: a pin to any other
+    name is reported, and so is every ``device`` source (its address can only come from
+    the fleet file); this device's own name is always known."""
     wanted = [m for m in monitors.values()
               if m.source.get("type") == "device" or m.device or m.devices]
     if not wanted:
@@ -88,6 +89,18 @@ def unknown_devices(settings: Settings,
             out.append(_at(m.origin, ("source", "device"),
                            f"device {m.source['device']!r}: {where}"))
         if not fleet.exists:
+            # no fleet file: the fleet is this device alone, so a pin elsewhere runs nowhere
+            for d in (m.device, *m.devices):
+                if d and d != settings.device:
+                    pinned = m.overlay if m.overlay is not None and _pins(m.overlay) else None
+                    node: tuple[str | int, ...] = ("device",) if d == m.device else (
+                        "devices", m.devices.index(d))
+                    out.append(_at(pinned or m.origin,
+                                   (("pin",) if pinned else ()) + node,
+                                   f"device {d!r}: there is no fleet file "
+                                   f"({loader.display(settings.fleet_file)}), so only this "
+                                   f"device ({settings.device}) exists; unless {d!r} runs "
+                                   f"this repository, nothing evaluates this monitor"))
             continue
         pinned_by = m.overlay if m.overlay is not None and _pins(m.overlay) else None
         base: tuple[str, ...] = ("pin",) if pinned_by else ()

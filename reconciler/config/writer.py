@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import enum
-import json
 import os
 from collections.abc import Mapping
 from functools import cache
@@ -79,12 +78,6 @@ REPO_SCHEMAS = "schemas"
 
 
 @cache
-def schema_url(kind: str) -> str:
-    """The ``$id`` of ``schemas/<kind>.schema.json`` (``kind``: monitor | overlay)."""
-    text = resources.files("reconciler").joinpath(f"schemas/{kind}.schema.json").read_text()
-    return str(json.loads(text)["$id"])
-
-
 def schema_ref(kind: str, *, root: Path, target: Path) -> str:
     """Where the modeline of a file written at ``target`` points for schema ``kind``.
 

@@ -166,10 +166,6 @@ class Supervisor:
             return False
         return True
 
-    def stop_all_names(self) -> list[MonitorName]:
-        """Names currently in the registry (what ``close`` will stop)."""
-        return sorted(self.registry.entries)
-
 
 def running_monitors(reg: registry_mod.Registry) -> Mapping[MonitorName, Monitor]:
     """name -> applied monitor of every registry entry."""

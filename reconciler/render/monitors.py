@@ -19,6 +19,8 @@ MIN_SOURCE_WIDTH = 24
 ACTION_WIDTH = 18
 NAME_WIDTH = 32
 
+_SPEC_SECONDS = DURATION_KEYS | {"per"}  # ``_spec_value``: rateLimit.per is seconds too
+
 
 def as_json(data: Any) -> str:
     """Indented JSON with a trailing newline."""
@@ -167,7 +169,7 @@ def view(data: dict[str, Any]) -> str:
 
 def _spec_value(key: str, value: Any) -> str:
     """A spec value for text: durations as ``10s`` (``durations.format``), else JSON."""
-    if key in DURATION_KEYS | {"per"} and isinstance(value, int | float) \
+    if key in _SPEC_SECONDS and isinstance(value, int | float) \
             and not isinstance(value, bool):
         return durations.format(float(value))
     return json.dumps(value, ensure_ascii=False)

@@ -95,3 +95,14 @@ def test_yaml11_hint_inside_a_command_list(repo: Repo) -> None:
     assert code == 1
     msgs = [str(p["message"]) for p in problems if p["field"] == "source.command"]
     assert any("quote" in m for m in msgs), msgs
+
+
+def test_pin_elsewhere_without_a_fleet_file_warns(repo: Repo) -> None:
+    repo.write("monitors.d/m.yml", "source: {type: file, path: x}\n" + NOTIFY)
+    repo.write("monitors.d/overlays/m.yml", "monitor: m\npin:\n  device: other\n")
+    _, problems = lint_json(repo)
+    assert [(str(p["file"]).endswith("overlays/m.yml"), p["line"], p["rule"])
+            for p in problems] == [(True, 3, "unknown-device")]
+    assert "there is no fleet file" in str(problems[0]["message"])
+    repo.write("monitors.d/overlays/m.yml", "monitor: m\npin:\n  device: test-box\n")
+    assert lint_json(repo)[1] == []
