@@ -182,10 +182,11 @@ def pause(ctx: click.Context, name: str | None, labels: tuple[str, ...], until: 
             f" ({d.pause.reason})" if d.pause.reason else "")
         lines.append(f"paused {d.name}{tail}: {shown(settings, d.path)}")
         if d.kept:
-            what = ((f" until {d.pause.until}" if "until" in d.kept else "")
-                    + (f" ({d.pause.reason})" if "reason" in d.kept else ""))
+            parts = ([f"expiry (until {d.pause.until})"] if "until" in d.kept else []) + (
+                [f"reason ({d.pause.reason})"] if "reason" in d.kept else [])
             hint = " (--until never clears the expiry)" if "until" in d.kept else ""
-            lines.append(f"{d.name}: already paused{what}; kept{hint}")
+            lines.append(f"{d.name}: already paused: kept its {' and '.join(parts)}, "
+                         f"not given again{hint}")
         if "until" in d.cleared:
             lines.append(f"{d.name}: expiry cleared: paused until `monitors resume {d.name}`")
         if d.expired:

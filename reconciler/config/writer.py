@@ -29,7 +29,6 @@ import enum
 import os
 from collections.abc import Mapping
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
@@ -78,16 +77,15 @@ REPO_SCHEMAS = "schemas"
 
 
 @cache
-def schema_ref(kind: str, *, root: Path, target: Path) -> str:
+def schema_ref(kind: str, *, root: Path, target: Path) -> str | None:
     """Where the modeline of a file written at ``target`` points for schema ``kind``.
 
     A POSIX path relative to ``target``'s folder when ``root/schemas/<kind>.schema.json``
     exists (``monitors.d/x.yml`` -> ``../schemas/monitor.schema.json``;
-    ``monitors.d/overlays/x.yml`` -> ``../../schemas/overlay.schema.json``), else the
-    absolute path of the schema in the installed package. yaml-language-server
-    resolves a relative ``$schema`` against the file and accepts absolute paths
-    (redhat-developer/yaml-language-server#499). The ``$id`` URL is not used: it
-    names the schema but nothing is served there.
+    ``monitors.d/overlays/x.yml`` -> ``../../schemas/overlay.schema.json``), else None:
+    a path into this machine's installed package would be committed and be wrong on
+    every other machine, and the ``$id`` URL names the schema but nothing serves it.
+    yaml-language-server resolves a relative ``$schema`` against the file.
 
     Args:
         kind: ``monitor`` or ``overlay``.
@@ -96,16 +94,22 @@ def schema_ref(kind: str, *, root: Path, target: Path) -> str:
     """
     name = f"{kind}.schema.json"
     in_repo = root / REPO_SCHEMAS / name
-    if in_repo.is_file():
-        base = Path(os.path.abspath(target)).parent
-        return Path(os.path.relpath(os.path.abspath(in_repo), base)).as_posix()
-    return str(Path(str(resources.files("reconciler").joinpath(f"schemas/{name}"))).resolve())
+    if not in_repo.is_file():
+        return None
+    base = Path(os.path.abspath(target)).parent
+    return Path(os.path.relpath(os.path.abspath(in_repo), base)).as_posix()
 
 
 def modeline(kind: str, *, root: Path, target: Path) -> str:
     """The yaml-language-server modeline naming the schema of ``kind`` for a file
-    written at ``target`` in the repository at ``root`` (see ``schema_ref``)."""
-    return f"# yaml-language-server: $schema={schema_ref(kind, root=root, target=target)}"
+    written at ``target`` in the repository at ``root`` (see ``schema_ref``); without
+    ``schemas/`` in the repository, a comment saying how to get editor completion."""
+    ref = schema_ref(kind, root=root, target=target)
+    if ref is None:
+        flag = " --overlay" if kind == "overlay" else ""
+        return (f"# editor completion: save `monitors schema{flag}` as "
+                f"{REPO_SCHEMAS}/{kind}.schema.json")
+    return f"# yaml-language-server: $schema={ref}"
 
 
 class _Dumper(yaml.SafeDumper):
