@@ -92,3 +92,9 @@ def test_device_pattern_is_the_fleet_schema_pattern() -> None:
     pattern = schema["properties"]["devices"]["items"]["properties"]["name"]["pattern"]
     assert pattern == settings.DEVICE_PATTERN
     assert authoring.DEVICE_RE.pattern == pattern
+
+
+def test_view_refuses_a_negative_fire_count() -> None:
+    r = run_cli(["view", "x", "--fires", "-1"])
+    assert r.exit_code == 1
+    assert "-1 is not in the range" in r.output

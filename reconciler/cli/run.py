@@ -28,12 +28,16 @@ def _duration(_: click.Context, __: click.Parameter, value: str | None) -> float
               help="One reconcile and one poll of every owned monitor, wait for the fires "
               "it caused to be dispatched, then exit (cron, CI smoke tests).")
 @click.option("--wait", default="30s", show_default=True, callback=_duration,
+              metavar="DURATION",
               help="With --once: how long to wait for polls and then for dispatches.")
 @click.option("--resync", default=None, callback=_duration,
-              help="Seconds between periodic resyncs [default: monitors.toml daemon.resync, "
-              "else 60s].")
+              metavar="DURATION",
+              help="Time between periodic resyncs, e.g. 60s or 5m [default: monitors.toml "
+              "daemon.resync, else 60s].")
 @click.option("--debounce", default="50ms", show_default=True, callback=_duration,
-              help="Quiet time after a file event before reconciling.")
+              metavar="DURATION",
+              help="Quiet time after a file event before reconciling (a burst of events is "
+              "applied at the latest 2s after the first one).")
 @click.option("--allow-mass-stop", is_flag=True,
               help="Never hold stops for the mass-stop guard.")
 @click.option("--demo", is_flag=True,

@@ -7,7 +7,8 @@ import click
 
 @click.command("view")
 @click.argument("name")
-@click.option("--fires", default=10, show_default=True, help="Recent fires to show.")
+@click.option("--fires", default=10, show_default=True, type=click.IntRange(min=0),
+              help="Recent fires to show (0: none).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 def command(ctx: click.Context, name: str, fires: int, as_json: bool) -> int:
