@@ -161,7 +161,7 @@ def settings_mismatch(cfg: settings.Settings, status: dict[str, Any] | None) -> 
     Compares the device, the repository root and, when the daemon reports one,
     ``settingsDigest`` against ``settings_digest(cfg)``. The answer is one line:
     ``the daemon runs with other settings (device vm; monitors.toml changed since it
-    started): restart it (stop it, then `monitors apply`) to use them (daemon pid 12)``.
+    started): restart it (`monitors stop`, then `monitors apply`) to use them (daemon pid 12)``.
     """
     if status is None:
         return None
@@ -179,8 +179,8 @@ def settings_mismatch(cfg: settings.Settings, status: dict[str, Any] | None) -> 
         return None
     pid = status.get("pid")
     which = f" (daemon pid {pid})" if isinstance(pid, int) else ""
-    return (f"the daemon runs with other settings ({'; '.join(what)}): restart it (stop it, "
-            f"then `monitors apply`) to use them{which}")
+    return (f"the daemon runs with other settings ({'; '.join(what)}): restart it "
+            f"(`monitors stop`, then `monitors apply`) to use them{which}")
 
 
 class SettingsMismatch(errors.PlanError):

@@ -26,7 +26,7 @@ from reconciler.state import lock
 from tests.conftest import Repo
 from tests.daemon.conftest import WAIT, Daemon, monitor_yaml, read_json, wait_for
 
-MISMATCH = ("the daemon runs with other settings ({what}): restart it (stop it, then "
+MISMATCH = ("the daemon runs with other settings ({what}): restart it (`monitors stop`, then "
             "`monitors apply`) to use them (daemon pid {pid})")
 
 

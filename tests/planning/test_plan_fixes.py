@@ -186,13 +186,13 @@ def test_settings_mismatch_names_what_differs(tmp_path: Path) -> None:
     edited = _cfg(tmp_path, device="otherbox", toml={"device": "otherbox"})
     assert client.settings_mismatch(edited, status) == (
         "the daemon runs with other settings (device vm; monitors.toml changed since it "
-        "started): restart it (stop it, then `monitors apply`) to use them (daemon pid 42)")
+        "started): restart it (`monitors stop`, then `monitors apply`) to use them (daemon pid 42)")
     layers = _cfg(tmp_path, toml={"device": "vm", "layers": {"user": "nope.d"}})
     assert "(monitors.toml changed since it started)" in str(
         client.settings_mismatch(layers, status))
     # an older daemon without settingsDigest: device and root still compared
     assert client.settings_mismatch(edited, {"device": "vm", "root": str(tmp_path)}) == (
-        "the daemon runs with other settings (device vm): restart it (stop it, then "
+        "the daemon runs with other settings (device vm): restart it (`monitors stop`, then "
         "`monitors apply`) to use them")
     other_root = {**status, "root": str(tmp_path / "elsewhere")}
     assert f"root {tmp_path / 'elsewhere'}" in str(client.settings_mismatch(started, other_root))
