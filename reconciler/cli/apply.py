@@ -6,9 +6,11 @@ shows the plan and refuses, exit 1 (Terraform's ``apply`` without
 ``-auto-approve``). Starts the daemon when it is not running,
 hands the change over and reports, per monitor, the first poll: ok, failed
 with the error, still running after ``--wait``, or not picked up in time. Exit 0
-when every change took, 1 otherwise. Refuses (exit 1, one line) an invalid
-monitors.toml and a running daemon started with other settings (another device,
-or monitors.toml edited since: it reads monitors.toml only at start).
+when every change took, 1 otherwise, and 1 when a monitor or overlay file has
+errors (named as ``plan`` names them; the valid changes are applied all the same).
+Refuses (exit 1, one line) an invalid monitors.toml and a running daemon started
+with other settings (another device, or monitors.toml edited since: it reads
+monitors.toml only at start).
 ``apply_now`` is the same thing for other commands (``add --apply``, ``pause --apply``).
 """
 
@@ -65,7 +67,8 @@ def apply_now(ctx_obj: Any, *, wait: float, yes: bool = True, plan_file: Path | 
             with no terminal (or ``as_json``) it is shown and refused.
 
     Returns:
-        0 when every change took (first polls ok), 1 otherwise or when declined.
+        0 when every change took (first polls ok), 1 otherwise, when declined, or when a
+        file has errors (the valid changes are applied all the same).
 
     Raises:
         errors.PlanError: stale saved plan, mass-stop guard, daemon unreachable.
@@ -85,27 +88,35 @@ def apply_now(ctx_obj: Any, *, wait: float, yes: bool = True, plan_file: Path | 
         confirm = lambda plan: _refuse(plan, color=color, as_json=as_json)  # noqa: E731
     report = handover.apply(cfg, plan_file=plan_file, wait=wait,
                             allow_mass_stop=allow_mass_stop, confirm=confirm)
+    # files with errors: the valid changes are applied all the same, and the exit is 1
+    # (as `plan`'s: Terraform's errors -> 1)
+    bad = bool(report.plan.error_files)
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
-        return errors.ExitCode.OK if report.ok and not report.declined else errors.ExitCode.ERROR
+        return errors.ExitCode.OK if report.ok and not report.declined and not bad \
+            else errors.ExitCode.ERROR
     if report.declined:
         click.echo("Apply cancelled; nothing changed.")
         return errors.ExitCode.ERROR
     if report.started_daemon:
         click.echo(f"Started the daemon (pid {report.started_daemon}); it logs to "
                    f"{cfg.state_dir / 'daemon.log'}.")
+    from reconciler.render import plan as render
+
     if not report.monitors:
+        click.echo(render.errors_text(report.plan, color=color), nl=False, color=color)
         click.echo(report.plan.summary())
-        return errors.ExitCode.OK
+        return errors.ExitCode.ERROR if bad else errors.ExitCode.OK
     width = max(len(m.name) for m in report.monitors)
     for m in report.monitors:
         mark = click.style(f"{m.status:<8}", fg=STATUS_STYLE.get(m.status)) if color \
             else f"{m.status:<8}"
         click.echo(f"  {mark} {m.name:<{width}}  {m.action}: {m.detail}", color=color)
     ok = sum(1 for m in report.monitors if m.status in ("ok", "stopped", "updated"))
+    click.echo(render.errors_text(report.plan, color=color), nl=False, color=color)
     click.echo(f"Applied: {ok} of {len(report.monitors)} changes took"
-               f" (generation {report.generation}).")
-    return errors.ExitCode.OK if report.ok else errors.ExitCode.ERROR
+               f" (generation {report.generation}).{report.plan.errors_summary()}")
+    return errors.ExitCode.OK if report.ok and not bad else errors.ExitCode.ERROR
 
 
 def _duration(_: click.Context, __: click.Parameter, value: str) -> float:

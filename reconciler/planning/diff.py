@@ -53,6 +53,11 @@ SYMBOLS: dict[Action, str] = {
 
 CHANGING = frozenset({Action.START, Action.STOP, Action.REPLACE, Action.UPDATE, Action.RENAME})
 
+DURATION_FIELDS = frozenset({"source.interval", "source.timeout", "source.backoff",
+                             "action.timeout", "action.maxTime", "rateLimit.per"})
+"""The ``FieldChange.path`` values that hold durations (seconds, float): the text plan
+shows them with ``durations.format``; JSON keeps seconds."""
+
 
 @dataclass(frozen=True, slots=True)
 class FieldChange:
@@ -140,7 +145,9 @@ def display(path: Path, root: Path | None) -> str:
 
 
 def _flatten(prefix: str, value: Any) -> Iterator[tuple[str, Any]]:
-    if isinstance(value, Mapping) and value:
+    if isinstance(value, Mapping):
+        # an empty mapping has no leaves: ``labels: {}`` -> ``{team: ci}`` is one change,
+        # ``labels.team: null -> "ci"``
         for key in sorted(value):
             yield from _flatten(f"{prefix}.{key}" if prefix else str(key), value[key])
     else:
@@ -150,7 +157,7 @@ def _flatten(prefix: str, value: Any) -> Iterator[tuple[str, Any]]:
 def field_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[FieldChange, ...]:
     """Leaf-level differences between two JSON-like mappings, as dotted paths, sorted.
 
-    A key missing on one side shows as ``None`` there.
+    A key missing on one side (or under an empty mapping) shows as ``None`` there.
     """
     before = dict(_flatten("", old))
     after = dict(_flatten("", new))
@@ -172,6 +179,14 @@ def identity_changes(old: Monitor, new: Monitor) -> tuple[FieldChange, ...]:
 def update_changes(old: Monitor, new: Monitor) -> tuple[FieldChange, ...]:
     """What changed among the non-identity fields an update applies in place."""
     return field_changes(registry.update_fields(old), registry.update_fields(new))
+
+
+def replace_changes(old: Monitor, new: Monitor) -> tuple[FieldChange, ...]:
+    """Every changed field of a replace: source, condition and action, and the
+    non-identity fields (labels, description, rateLimit, placement...) that change
+    with it, sorted by path."""
+    return tuple(sorted(identity_changes(old, new) + update_changes(old, new),
+                        key=lambda f: f.path))
 
 
 def diff(
@@ -225,7 +240,7 @@ def diff(
                 changes[name] = Change(Action.REPLACE, name,
                                        f"{dup}: back to its last applied version",
                                        monitor=want, old=have,
-                                       fields=identity_changes(have, want), error=held)
+                                       fields=replace_changes(have, want), error=held)
             continue
         if want is None:
             assert have is not None
@@ -249,7 +264,7 @@ def diff(
                                    monitor=want, old=have, error=error)
         elif want.fingerprint != have.fingerprint:
             changes[name] = Change(Action.REPLACE, name, "fingerprint changed: new baseline",
-                                   monitor=want, old=have, fields=identity_changes(have, want))
+                                   monitor=want, old=have, fields=replace_changes(have, want))
         elif registry.config_hash(want) != registry.config_hash(have):
             fields = update_changes(have, want)
             what = ", ".join(dict.fromkeys(f.path.split(".")[0] for f in fields)) or "config"
@@ -287,6 +302,7 @@ def _pair_renames(changes: dict[MonitorName, Change],
 
 
 __all__ = [
+    "DURATION_FIELDS",
     "SYMBOLS",
     "Action",
     "Change",
@@ -294,4 +310,5 @@ __all__ = [
     "FieldChange",
     "diff",
     "field_changes",
+    "replace_changes",
 ]

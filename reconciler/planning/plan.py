@@ -6,7 +6,8 @@ also the saved-plan file of ``monitors plan --out`` (``to_json`` /
 ``from_json``), tied to what it was made against: the repository commit, the
 loader digest (``system/``, ``monitors.d/`` and overlays), a digest of the
 desired set (covers fleet, device and expired pauses), the digest of
-monitors.toml (``settingsDigest``) and the running generation.
+monitors.toml (``settingsDigest``), the running generation, and whether a
+daemon ran (and its pid): its running set is what the plan was diffed against.
 ``stale_reasons`` compares a saved plan with a fresh one.
 
 Mass-stop guard: a plan that stops more than half of the running monitors when
@@ -258,9 +259,11 @@ class Plan:
         """``Plan: 2 to start, 1 to replace, 1 to update, 1 to stop, 12 unchanged.`` or
         ``No changes. 12 monitors run as the repository says.``, followed by
         `` 2 files have errors (`monitors lint` shows them).`` when ``error_files``."""
-        return self._changes_summary() + self._errors_summary()
+        return self._changes_summary() + self.errors_summary()
 
-    def _errors_summary(self) -> str:
+    def errors_summary(self) -> str:
+        """`` 2 files have errors (`monitors lint` shows them).`` (leading space), or
+        ``""`` when no file has errors."""
         n = len(self.error_files)
         if not n:
             return ""
@@ -321,6 +324,8 @@ class SavedPlan:
     summary: str
     doc: Mapping[str, Any]
     settings_digest: str = ""
+    daemon_running: bool | None = None
+    daemon_pid: int | None = None
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> SavedPlan:
@@ -335,8 +340,15 @@ class SavedPlan:
         if not isinstance(version, int) or version > PLAN_VERSION:
             raise ValueError(f"plan file version {version!r} is newer than this monitors "
                              f"reads ({PLAN_VERSION})")
+        daemon = doc.get("daemon")
+        daemon = daemon if isinstance(daemon, Mapping) else {}
+        running = daemon.get("running")
+        pid = daemon.get("pid")
         try:
-            return cls(commit=doc.get("commit"), digest=str(doc["digest"]),
+            return cls(daemon_running=running if isinstance(running, bool) else None,
+                       daemon_pid=pid if isinstance(pid, int) and not isinstance(pid, bool)
+                       else None,
+                       commit=doc.get("commit"), digest=str(doc["digest"]),
                        desired_digest=str(doc["desiredDigest"]),
                        generation=int(doc["generation"]), device=str(doc["device"]),
                        summary=str(doc.get("summary", "")), doc=doc,
@@ -346,7 +358,12 @@ class SavedPlan:
 
 
 def stale_reasons(saved: SavedPlan, current: Plan) -> list[str]:
-    """What moved since ``saved`` was made; empty when it still applies."""
+    """What moved since ``saved`` was made; empty when it still applies.
+
+    Besides files, commit, device, settings and generation: a daemon that was running
+    and is not now (its running set was what the plan diffed against; without one the
+    running set is empty), one that started since, or one restarted (another pid).
+    """
     reasons = []
     if saved.device != current.device:
         reasons.append(f"device changed from {saved.device} to {current.device}")
@@ -361,10 +378,30 @@ def stale_reasons(saved: SavedPlan, current: Plan) -> list[str]:
     if saved.settings_digest and current.settings_digest and \
             saved.settings_digest != current.settings_digest:
         reasons.append("monitors.toml changed since the plan was made")
+    reasons.extend(_daemon_reasons(saved, current))
     if saved.generation != current.generation:
         reasons.append(f"running generation changed from {saved.generation} to "
                        f"{current.generation} (the daemon reconciled since)")
     return reasons
+
+
+def _daemon_reasons(saved: SavedPlan, current: Plan) -> list[str]:
+    """The running state a plan is diffed against is the daemon's (empty without one):
+    a daemon that stopped, started or was restarted since makes the plan stale. Plans
+    saved without a ``daemon`` entry are not checked."""
+    if saved.daemon_running is None:
+        return []
+    if saved.daemon_running and not current.daemon_running:
+        return [f"the daemon was running when the plan was made (pid {saved.daemon_pid}) "
+                "and is not now"]
+    if not saved.daemon_running and current.daemon_running:
+        return [f"the daemon was not running when the plan was made and is now (pid "
+                f"{current.daemon_pid})"]
+    if saved.daemon_running and saved.daemon_pid is not None and \
+            current.daemon_pid is not None and saved.daemon_pid != current.daemon_pid:
+        return [f"the daemon was restarted since the plan was made (pid {saved.daemon_pid}, "
+                f"now {current.daemon_pid})"]
+    return []
 
 
 def _short(commit: str | None) -> str:

@@ -21,7 +21,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from reconciler.planning.diff import SYMBOLS, Action, Change
+from reconciler import durations
+from reconciler.planning.diff import DURATION_FIELDS, SYMBOLS, Action, Change, FieldChange
 from reconciler.planning.plan import Plan
 
 COLORS: dict[Action, str] = {
@@ -52,6 +53,17 @@ def _value(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def field_line(f: FieldChange) -> str:
+    """``condition.match: "fail" -> "fail|error"``; a duration field (``DURATION_FIELDS``)
+    as ``source.interval: 2s -> 3s`` (``durations.format``; JSON keeps seconds)."""
+    def shown(value: Any) -> str:
+        if f.path in DURATION_FIELDS and isinstance(value, int | float) \
+                and not isinstance(value, bool):
+            return durations.format(float(value))
+        return _value(value)
+    return f"{f.path}: {shown(f.old)} -> {shown(f.new)}"
+
+
 _SGR = {"red": "31", "green": "32", "yellow": "33", "blue": "34", "magenta": "35", "white": "37",
         "cyan": "36"}
 
@@ -79,7 +91,7 @@ def change_lines(change: Change, *, color: bool) -> list[str]:
         head = _style(f"{symbol:>3}", color, fg=fg, bold=True) + head[3:]
     lines = [head]
     for f in change.fields:
-        lines.append(f"      ~ {f.path}: {_value(f.old)} -> {_value(f.new)}")
+        lines.append(f"      ~ {field_line(f)}")
     if change.error:
         lines.append(_style(f"      ! {change.error}", color, fg="red"))
     return lines
@@ -116,17 +128,35 @@ def text(plan: Plan, *, color: bool = False, show_unchanged: bool = False) -> st
     if plan.mass_stop:
         out.append(_style(f"Mass-stop guard: {plan.mass_stop}.", color, fg="red", bold=True))
         out.append("")
-    so_far = "\n".join(out)
-    unshown = [p for p in plan.problems if ": error: " in p and p not in so_far]
-    if unshown:
-        out.append("Errors:")
-        for line in unshown[:MAX_EXCLUDED]:
-            out.append(_style(f"    {line}", color, fg="red"))
-        if len(unshown) > MAX_EXCLUDED:
-            out.append(f"    ... and {len(unshown) - MAX_EXCLUDED} more (`monitors lint` lists "
-                       "all)")
-        out.append("")
+    out.extend(_errors_block(plan, color=color, so_far="\n".join(out)))
     out.append(_style(plan.summary(), color, bold=True, fg="red" if plan.error_files else None))
+    return "\n".join(out) + "\n"
+
+
+def _errors_block(plan: Plan, *, color: bool, so_far: str = "") -> list[str]:
+    unshown = [p for p in plan.problems if ": error: " in p and p not in so_far]
+    if not unshown:
+        return []
+    out = ["Errors:"]
+    for line in unshown[:MAX_EXCLUDED]:
+        out.append(_style(f"    {line}", color, fg="red"))
+    if len(unshown) > MAX_EXCLUDED:
+        out.append(f"    ... and {len(unshown) - MAX_EXCLUDED} more (`monitors lint` lists "
+                   "all)")
+    out.append("")
+    return out
+
+
+def errors_text(plan: Plan, *, color: bool = False) -> str:
+    """The files with errors as ``plan`` shows them (``file:line:col: error: ...`` lines,
+    else the file names), ending in a blank line; empty when ``plan.error_files`` is
+    empty. ``monitors apply`` prints it before its summary."""
+    if not plan.error_files:
+        return ""
+    out = _errors_block(plan, color=color)
+    if not out:
+        out = ["Files with errors:", *(_style(f"    {name}", color, fg="red")
+                                       for name in plan.error_files), ""]
     return "\n".join(out) + "\n"
 
 

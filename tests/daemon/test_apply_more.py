@@ -1,0 +1,98 @@
+"""Regression tests for apply findings that need the real daemon (a subprocess):
+apply names files with errors and exits 1, a saved plan is tied to the daemon it was
+made against. (The per-field diff is tested without a daemon, in
+tests/planning/test_field_diff.py: a running daemon applies an edit before a
+``plan`` could show it.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from reconciler.state import lock
+from tests.conftest import Repo
+from tests.daemon.conftest import WAIT, Daemon, monitor_yaml, read_json, wait_for
+
+NAMES = [f"m{i}" for i in range(4)]
+BAD = "source:\n  type: poll\n  command: [echo, bad]\n  interval: 1:30\naction:\n  type: notify\n"
+
+
+def _four(repo: Repo, daemons: Callable[..., Daemon]) -> Daemon:
+    for name in NAMES:
+        repo.write(f"monitors.d/{name}.yml", monitor_yaml(name, f"[echo, {name}]",
+                                                         interval="30s"))
+    d = daemons().start()
+    wait_for(lambda: set(d.running()) == set(NAMES), what="all running", log=d.log)
+    return d
+
+
+def _generation(repo: Repo) -> int:
+    return int((read_json(repo.state / "running.json") or {}).get("generation", -1))
+
+
+@pytest.fixture
+def detached(repo: Repo) -> Iterator[Repo]:
+    """``repo``; a daemon that ``apply`` started detached is stopped at the end."""
+    yield repo
+    pid = lock.holder_pid(repo.state)
+    if pid is None or not lock.is_locked(repo.state):
+        return
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + WAIT
+    while lock.is_locked(repo.state) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if lock.is_locked(repo.state):
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_apply_names_files_with_errors_and_exits_1(
+        detached: Repo, daemons: Callable[..., Daemon]) -> None:
+    repo = detached
+    d = _four(repo, daemons)
+    repo.write("monitors.d/bad.yml", BAD)
+    plan = d.cli("plan")
+    assert plan.returncode == 1 and "monitors.d/bad.yml" in plan.stdout, plan.stdout
+    apply = d.cli("apply", "--yes")
+    # was exit 0, "No changes. 4 monitors run as the repository says. 1 file has errors"
+    # without naming the file
+    assert apply.returncode == 1, apply.stdout + apply.stderr
+    assert "monitors.d/bad.yml" in apply.stdout
+    assert apply.stdout.rstrip().endswith(
+        "No changes. 4 monitors run as the repository says. 1 file has errors "
+        "(`monitors lint` shows them).")
+    as_json = d.cli("apply", "--yes", "--json")
+    assert as_json.returncode == 1
+    assert json.loads(as_json.stdout)["plan"]["errorFiles"] == ["monitors.d/bad.yml"]
+    # one bad file never holds back the others: the valid changes are applied (here by
+    # a daemon apply starts, the test's daemon stopped so that it does not pick them up)
+    assert d.stop() == 0
+    apply = d.cli("apply", "--yes", "--wait", "10s")
+    assert apply.returncode == 1, apply.stdout + apply.stderr
+    assert apply.stdout.count("start: first poll ok") == 4
+    assert "monitors.d/bad.yml:4:13: error: source.interval" in apply.stdout
+    assert apply.stdout.rstrip().endswith(
+        "Applied: 4 of 4 changes took (generation " f"{_generation(repo)}). 1 file has errors "
+        "(`monitors lint` shows them).")
+    assert set(read_json(repo.state / "running.json")["monitors"]) == set(NAMES)
+
+
+def test_a_saved_plan_is_refused_after_the_daemon_stopped(
+        repo: Repo, daemons: Callable[..., Daemon]) -> None:
+    d = _four(repo, daemons)
+    saved = repo.root / "p.json"
+    made = d.cli("plan", "--out", str(saved))
+    assert made.returncode == 0 and "No changes" in made.stdout, made.stdout + made.stderr
+    generation = _generation(repo)
+    assert d.stop() == 0
+    apply = d.cli("apply", "--yes", str(saved))
+    # was accepted: "Applied: 4 of 4 changes took" (it started everything)
+    assert apply.returncode == 1, apply.stdout + apply.stderr
+    assert "saved plan is stale: the daemon was running when the plan was made" in apply.stderr
+    assert "and is not now" in apply.stderr
+    assert not (repo.state / "daemon.log").exists()  # no daemon was started
+    assert _generation(repo) == generation
