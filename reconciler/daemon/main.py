@@ -10,7 +10,8 @@ Life cycle (``Daemon.run``):
    unfinished by a crash (``actions.recovery``);
 4. reconcile once (everything owned here starts), then, unless ``--once``, serve
    the control API, watch the layers (debounced) and reconcile on every change
-   and every ``resync`` seconds;
+   and every ``resync`` seconds, and when the earliest pause ``until`` among the
+   loaded overlays passes (``PAUSE_MARGIN`` later; re-armed by every reconcile);
 5. SIGTERM/SIGINT: stop the evaluators (in-flight state writes finish), drain the
    dispatcher briefly, flush liveness, publish the registry as not running,
    remove the socket, release the lock, exit 0.
@@ -51,6 +52,8 @@ SHUTDOWN_DRAIN = 3.0
 DEMO_INTERVAL = 15.0
 LOCK_CHECK = 2.0
 """Seconds between checks that ``<state>/daemon.lock`` is still the inode this daemon locked."""
+PAUSE_MARGIN = 0.5
+"""Seconds after a pause's ``until`` at which the daemon reconciles to resume the monitor."""
 DEMO_FILE = f"{settings.STATE_DIR}/demo/tick.txt"
 """Below the repository root, whatever the state directory: a demo *input* (git-ignored),
 the path ``monitors.d/demo-file.yml`` watches."""
@@ -120,6 +123,8 @@ class Daemon:
         self._supervisor: supervisor.Supervisor | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self.lost: str | None = None  # why the state lock no longer holds (then exit 1)
+        self._pause_due: float | None = None  # monotonic time of the next pause expiry
+        self._published: tuple[dict[str, Any], tuple[int, int, int] | None] | None = None
 
     # -- entry -------------------------------------------------------------------
 
@@ -238,13 +243,19 @@ class Daemon:
     async def _recover(self) -> None:
         from reconciler.actions import recovery
 
-        snap = await asyncio.to_thread(snapshot.read, self.cfg, last_good=self.boot_good,
-                                       autopaused=self._autopaused(), with_git=False)
+        snap = await asyncio.to_thread(self._read_snapshot, self.boot_good, with_git=False)
         monitors: dict[str, Monitor] = {str(n): m for n, m in snap.desired.monitors.items()}
         done = await recovery.recover(self._store, monitors, self._dispatcher)
         for item in done:
             log.info("recovered %s fire %s (%s): %s", item.monitor, item.event_id,
                      item.outcome, item.reason)
+
+    def _read_snapshot(self, last_good: Mapping[MonitorName, Monitor], *,
+                       with_git: bool = True) -> snapshot.Snapshot:
+        """``snapshot.read`` with the auto-pauses of the state directory (a worker thread:
+        both list and read files)."""
+        return snapshot.read(self.cfg, last_good=last_good, autopaused=self._autopaused(),
+                             with_git=with_git)
 
     def _autopaused(self) -> dict[MonitorName, str]:
         out: dict[MonitorName, str] = {}
@@ -273,8 +284,10 @@ class Daemon:
         """
         assert self._reconcile_lock is not None and self._supervisor is not None
         async with self._reconcile_lock:
-            snap = await asyncio.to_thread(snapshot.read, self.cfg, last_good=self._last_good(),
-                                           autopaused=self._autopaused())
+            snap = await asyncio.to_thread(self._read_snapshot, self._last_good())
+            expiry = snap.next_pause_expiry
+            self._pause_due = None if expiry is None else (
+                time.monotonic() + max(0.0, expiry - time.time()) + PAUSE_MARGIN)
             plan = plan_mod.make(
                 snap.desired, supervisor.running_monitors(self.registry), device=self.cfg.device,
                 daemon_running=True, daemon_pid=os.getpid(), generation=self.registry.generation,
@@ -306,8 +319,7 @@ class Daemon:
             self.registry.commit, self.registry.dirty = snap.commit, snap.dirty
             self.registry.applied_at = snapshot.now_iso()
             try:
-                await asyncio.to_thread(registry_mod.publish, self.cfg.state_dir,
-                                        self.registry)
+                await asyncio.to_thread(self._publish_if_changed)
             except OSError as e:
                 raise client.state_error(self.cfg.state_dir, e,
                                          doing="publish the running registry") from e
@@ -322,6 +334,25 @@ class Daemon:
             if applied.started and not self.options.once:
                 self._spawn(self._log_first_polls(list(applied.started)), "first-polls")
             return plan, applied
+
+    def _publish_if_changed(self) -> bool:
+        """Publish ``running.json`` unless its content (all but ``appliedAt``) equals what
+        this daemon last published and the file is still that one (same inode, mtime,
+        size). Returns whether it published.
+
+        Raises:
+            OSError: the state directory is not writable.
+        """
+        doc = self.registry.to_json()
+        doc.pop("appliedAt", None)
+        file = registry_mod.path(self.cfg.state_dir)
+        if self._published is not None and self._published == (doc, _stat_key(file)):
+            return False
+        self._published = None
+        registry_mod.publish(self.cfg.state_dir, self.registry)
+        key = _stat_key(file)  # (None: deleted already; then publish again next time)
+        self._published = (doc, key) if key is not None else None
+        return True
 
     async def _log_first_polls(self, names: list[MonitorName]) -> None:
         started = {n: self.registry.entries[n].monitor for n in names
@@ -360,16 +391,23 @@ class Daemon:
         assert self._stopping is not None and self._trigger is not None
         next_resync = time.monotonic() + self.options.resync
         while not self._stopping.is_set():
-            left = max(0.0, next_resync - time.monotonic())
+            due = next_resync if self._pause_due is None else min(next_resync, self._pause_due)
+            left = max(0.0, due - time.monotonic())
             reasons = await self._trigger.wait(min(LOCK_CHECK, left))
             if self._stopping.is_set() or self._lock_lost():
                 break
-            if reasons is None and time.monotonic() < next_resync:
+            now = time.monotonic()
+            expired = self._pause_due is not None and now >= self._pause_due
+            if reasons is None and now < next_resync and not expired:
                 continue  # a lock check only
             watcher.ensure()
-            if reasons is None:
-                next_resync = time.monotonic() + self.options.resync
+            if expired:
+                self._pause_due = None  # re-armed by the reconcile (not retried in a loop)
+            if reasons is None and now >= next_resync:
+                next_resync = now + self.options.resync
                 trigger = "resync"
+            elif reasons is None:
+                trigger = "pause expiry"
             elif all(r.startswith("auto-pause") for r in reasons):
                 trigger = "auto-pause"
             else:  # the monitors that changed are logged, not raw file events (temp names)
@@ -543,6 +581,14 @@ class Daemon:
             "lastReconcile": {"at": self.last.at, "summary": self.last.summary,
                               "trigger": self.last.trigger},
         }
+
+
+def _stat_key(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino
 
 
 def _write_demo(path: Path, text: str) -> None:

@@ -14,7 +14,9 @@ directories exist (``config.lint.layer_problems``). An invalid monitors.toml is
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +27,8 @@ from reconciler.config import problems as problems_mod
 from reconciler.model import Monitor, MonitorName
 from reconciler.planning import placement
 from reconciler.planning import plan as plan_mod
+
+log = logging.getLogger("monitors.snapshot")
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +47,8 @@ class Snapshot:
         settings_error: why monitors.toml's agents, routines, channels or owner are
             invalid (``monitors.toml: owner.channels: ...``), or None. Action names
             are not checked then.
+        next_pause_expiry: the earliest pause ``until`` still in the future among the
+            loaded overlays, as Unix seconds, or None (the daemon reconciles then).
     """
 
     desired: plan_mod.Desired
@@ -55,6 +61,7 @@ class Snapshot:
     placements: Mapping[MonitorName, placement.Placement]
     error_files: tuple[str, ...] = ()
     settings_error: str | None = None
+    next_pause_expiry: float | None = None
 
 
 def now_iso() -> str:
@@ -62,12 +69,42 @@ def now_iso() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
-def git_revision(root: Path) -> tuple[str | None, bool]:
+_git_cache: dict[Path, tuple[tuple[Any, ...], tuple[str | None, bool]]] = {}
+_git_cache_lock = threading.Lock()
+
+
+def git_revision(root: Path, *, digest: str | None = None) -> tuple[str | None, bool]:
     """``(commit sha, dirty)`` of the git checkout holding ``root``; ``(None, False)``
     outside git or before the first commit. Dirty counts only the layer files'
-    directory tree (``root``), untracked files included."""
-    if not _inside_git(root):
+    directory tree (``root``), untracked files included.
+
+    With ``digest`` (the loader digest of the layer files) the answer is cached per
+    ``root`` and reused while the digest, the (mtime, size, inode) of ``.git/HEAD``, the
+    current ref file and ``packed-refs``, and the checksum ending ``.git/index`` (its
+    stat when the checksum is off: ``index.skipHash``) are unchanged, so a no-op
+    reconcile runs no ``git status``. (A change to a file that is neither a layer file
+    nor staged, e.g. a new untracked README, shows in ``dirty`` at the next change of
+    one of those signals.) A broken ``.git`` gives ``(None, False)``, logged at debug.
+    """
+    gitdir = _git_dir(root)
+    if gitdir is None:
         return None, False
+    key = (digest, *_git_signals(gitdir)) if digest else None
+    if key is not None:
+        with _git_cache_lock:
+            cached = _git_cache.get(root)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+    answer = _git_revision(root)
+    if key is not None and (digest, *_git_signals(gitdir)) == key:
+        # (unchanged while git ran; ``git status`` may rewrite the index with the same
+        # content: its checksum, not its mtime, is in the key)
+        with _git_cache_lock:
+            _git_cache[root] = (key, answer)
+    return answer
+
+
+def _git_revision(root: Path) -> tuple[str | None, bool]:
     try:
         import git
 
@@ -79,12 +116,71 @@ def git_revision(root: Path) -> tuple[str | None, bool]:
         rel = os.path.relpath(root, repo.working_tree_dir or root)
         dirty = bool(repo.is_dirty(untracked_files=True, path=None if rel == "." else rel))
         return sha, dirty
-    except Exception:  # a broken .git must not break planning; the plan then has no commit
+    except Exception as e:  # a broken .git must not break planning; the plan then has no commit
+        log.debug("%s: cannot read the git revision: %r", root, e)
         return None, False
 
 
-def _inside_git(root: Path) -> bool:
-    return any((candidate / ".git").exists() for candidate in (root, *root.parents))
+def _git_dir(root: Path) -> Path | None:
+    """The git directory of the checkout holding ``root`` (``.git`` or what a ``.git``
+    file names: worktrees, submodules), or None outside git."""
+    for candidate in (root, *root.parents):
+        dot = candidate / ".git"
+        if dot.is_dir():
+            return dot
+        if dot.exists():
+            try:
+                text = dot.read_text(encoding="utf-8", errors="replace").strip()
+            except OSError:
+                return dot
+            if text.startswith("gitdir:"):
+                return (candidate / text[len("gitdir:"):].strip()).resolve()
+            return dot
+    return None
+
+
+def _stat_key(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+
+def _index_key(path: Path) -> Any:
+    """The trailing checksum of a git index (SHA-1 or SHA-256 repositories: the last 32
+    bytes cover both) with its size; the stat when the checksum is zero (skipHash)."""
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - 32))
+            tail = f.read()
+    except OSError:
+        return None
+    if not tail[-20:].strip(b"\0"):
+        return _stat_key(path)
+    return size, tail
+
+
+def _git_signals(gitdir: Path) -> tuple[Any, ...]:
+    """Cheap stats that change whenever the commit or the index does."""
+    common = gitdir
+    try:
+        raw = (gitdir / "commondir").read_text(encoding="utf-8").strip()
+        common = (gitdir / raw).resolve()
+    except OSError:
+        pass
+    ref: Path | None = None
+    try:
+        head = (gitdir / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
+        if head.startswith("ref:"):
+            name = head[len("ref:"):].strip()
+            ref = gitdir / name if (gitdir / name).exists() else common / name
+    except OSError:
+        head = ""
+    return (str(gitdir), head, _stat_key(gitdir / "HEAD"),
+            _stat_key(ref) if ref is not None else None,
+            _stat_key(common / "packed-refs"), _index_key(gitdir / "index"))
 
 
 ActionCheck = Callable[[Mapping[str, Any]], list[tuple[str, str]]]
@@ -160,6 +256,27 @@ def expired_pauses(result: Any, desired: Mapping[MonitorName, Monitor], root: Pa
     return out
 
 
+def next_pause_expiry(result: Any, now: float | None = None) -> float | None:
+    """The earliest pause ``until`` after ``now`` (Unix seconds, default the current
+    time) among the overlays of a ``LoadResult``, as Unix seconds; None when no
+    loaded overlay has a pause expiring later. Unparseable ``until`` values are skipped."""
+    from reconciler.config import overlays
+
+    moment = dt.datetime.now(dt.UTC).timestamp() if now is None else now
+    soonest: float | None = None
+    for overlay in dict(getattr(result, "overlays", {}) or {}).values():
+        pause = getattr(overlay, "pause", None)
+        if pause is None or not pause.until:
+            continue
+        try:
+            at = overlays.parse_until(pause.until).timestamp()
+        except ValueError:
+            continue
+        if at > moment and (soonest is None or at < soonest):
+            soonest = at
+    return soonest
+
+
 def read(
     cfg: settings.Settings,
     *,
@@ -199,12 +316,13 @@ def read(
     desired = plan_mod.desired_set(result.monitors, owner=owner, invalid=invalid,
                                    last_good=last_good, autopaused=autopaused)
     desired.start_reasons.update(expired_pauses(result, desired.monitors, cfg.root))
-    commit, dirty = git_revision(cfg.root) if with_git else (None, False)
+    digest = str(getattr(result, "digest", ""))
+    commit, dirty = git_revision(cfg.root, digest=digest) if with_git else (None, False)
     problems = sorted([*result.problems, *settings_problems, *lint.layer_problems(cfg)])
     return Snapshot(
         desired=desired,
         monitors=result.monitors,
-        digest=str(getattr(result, "digest", "")),
+        digest=digest,
         problems=tuple(p.format() for p in problems),
         error_count=sum(1 for p in problems if str(p.severity) == "error"),
         commit=commit,
@@ -213,8 +331,9 @@ def read(
         error_files=tuple(sorted({str(p.file) for p in problems
                                   if str(p.severity) == "error"})),
         settings_error=settings_problems[0].message if settings_problems else None,
+        next_pause_expiry=next_pause_expiry(result),
     )
 
 
-__all__ = ["Snapshot", "action_check", "errors", "git_revision", "invalid_errors", "now_iso",
-           "read"]
+__all__ = ["Snapshot", "action_check", "errors", "git_revision", "invalid_errors",
+           "next_pause_expiry", "now_iso", "read"]
