@@ -11,12 +11,16 @@ without loading Jinja2 (it checks templates with ``config.semantic``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reconciler.actions import agents
 from reconciler.actions.options import ActionsConfig
+
+if TYPE_CHECKING:
+    from reconciler.config.problems import Problem
+    from reconciler.settings import Settings
 
 
 def problems(
@@ -90,3 +94,32 @@ def __getattr__(name: str) -> ModuleType:
 
         return templating
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def bound(cfg: Settings) -> tuple[Callable[[Mapping[str, Any]], list[tuple[str, str]]] | None,
+                                  list[Problem]]:
+    """The action check ``monitors lint``, ``plan`` and the daemon share.
+
+    ``references`` bound to the parsed monitors.toml: agent, routine and channel names
+    must be defined, a run needs an agent or a usable command. Templates are checked by
+    ``config.semantic`` (without Jinja2 unless a template needs it), not here. Pure
+    apart from reading ``cfg.toml``.
+
+    Returns:
+        ``(check, [])`` with a picklable check for ``config.loader.load(action_check=)``,
+        or ``(None, [problem])`` when monitors.toml's agents, routines, channels or
+        owner are invalid: one ``settings`` error naming ``<root>/monitors.toml``
+        (names are not checked then).
+    """
+    import functools
+
+    from reconciler import errors, settings
+    from reconciler.actions import options
+    from reconciler.config import problems
+
+    try:
+        config = options.parse(cfg.toml)
+    except errors.ConfigError as e:
+        path = cfg.root / settings.SETTINGS_FILE
+        return None, [problems.error(str(path), 1, 1, "", str(e), "settings")]
+    return functools.partial(references, config=config), []

@@ -41,13 +41,13 @@ def _settings(ctx: click.Context, paths: tuple[Path, ...]) -> Settings:
 
 
 def action_check(settings: Settings) -> tuple[Any, list[Problem]]:
-    """The action check for ``lint.run``: ``daemon.snapshot.action_check`` (agent,
-    routine and channel names against monitors.toml, a run's command), shared with
-    ``plan`` and the daemon; or a ``settings`` problem when monitors.toml's agents,
-    routines, channels or owner are invalid (then names are not checked)."""
-    from reconciler.daemon import snapshot
+    """The action check for ``lint.run``: ``actions.checks.bound`` (agent, routine and
+    channel names against monitors.toml, a run's command), shared with ``plan`` and the
+    daemon; or a ``settings`` problem when monitors.toml's agents, routines, channels or
+    owner are invalid (then names are not checked)."""
+    from reconciler.actions import checks
 
-    return snapshot.action_check(settings)
+    return checks.bound(settings)
 
 
 @click.command("lint")

@@ -53,7 +53,12 @@ def ignored_entries(settings: Settings) -> list[Problem]:
 
 
 def system_modified(settings: Settings) -> list[Problem]:
-    """Errors (rule ``system-modified``) for local changes to the pulled ``system/`` layer."""
+    """Errors (rule ``system-modified``) for local changes to the pulled ``system/`` layer.
+
+    Nothing to compare before the first pull (no ``system/.upstream.json``): then the
+    git-backed pull module is not even imported, which keeps ``lint`` fast."""
+    if not (settings.system_dir / ".upstream.json").is_file():
+        return []
     from reconciler.config import gitrepo
 
     found: list[Problem] = gitrepo.modification_problems(settings)

@@ -189,29 +189,11 @@ ActionCheck = Callable[[Mapping[str, Any]], list[tuple[str, str]]]
 
 def action_check(cfg: settings.Settings
                  ) -> tuple[ActionCheck | None, list[problems_mod.Problem]]:
-    """The action check ``monitors lint``, ``plan`` and the daemon share.
+    """The action check ``monitors lint``, ``plan`` and the daemon share: see
+    ``actions.checks.bound`` (it lives there so that lint need not import the daemon)."""
+    from reconciler.actions import checks
 
-    ``actions.checks.references`` bound to the parsed monitors.toml: agent, routine
-    and channel names must be defined, a run needs an agent or a usable command.
-    Templates are checked by ``config.semantic`` (without Jinja2 unless a template
-    needs it), not here. Pure apart from reading ``cfg.toml``; imports no click.
-
-    Returns:
-        ``(check, [])`` with a picklable check for ``config.loader.load(action_check=)``,
-        or ``(None, [problem])`` when monitors.toml's agents, routines, channels or
-        owner are invalid: one ``settings`` error naming ``<root>/monitors.toml``
-        (names are not checked then).
-    """
-    import functools
-
-    from reconciler.actions import checks, options
-
-    try:
-        config = options.parse(cfg.toml)
-    except errors.ConfigError as e:
-        path = cfg.root / settings.SETTINGS_FILE
-        return None, [problems_mod.error(str(path), 1, 1, "", str(e), "settings")]
-    return functools.partial(checks.references, config=config), []
+    return checks.bound(cfg)
 
 
 def _load(cfg: settings.Settings, check: ActionCheck | None = None) -> Any:

@@ -106,3 +106,10 @@ def test_pin_elsewhere_without_a_fleet_file_warns(repo: Repo) -> None:
     assert "there is no fleet file" in str(problems[0]["message"])
     repo.write("monitors.d/overlays/m.yml", "monitor: m\npin:\n  device: test-box\n")
     assert lint_json(repo)[1] == []
+
+
+def test_record_file_name_matches_the_pull_module() -> None:
+    from reconciler.config import gitrepo, repochecks
+
+    assert gitrepo.RECORD_FILE == ".upstream.json"
+    assert '".upstream.json"' in open(repochecks.__file__, encoding="utf-8").read()
