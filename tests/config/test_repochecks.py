@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 from tests.conftest import Repo, run_cli
 
@@ -112,4 +113,5 @@ def test_record_file_name_matches_the_pull_module() -> None:
     from reconciler.config import gitrepo, repochecks
 
     assert gitrepo.RECORD_FILE == ".upstream.json"
-    assert '".upstream.json"' in open(repochecks.__file__, encoding="utf-8").read()
+    source = Path(repochecks.__file__).read_text(encoding="utf-8")
+    assert '".upstream.json"' in source
