@@ -232,10 +232,15 @@ def start_detached(cfg: settings.Settings, *, timeout: float = START_TIMEOUT) ->
     while time.monotonic() < deadline:
         rc = proc.poll()
         if rc is not None:
+            if rc == errors.ExitCode.CHANGES and lock.is_locked(cfg.state_dir):
+                # exit 2: another daemon (a concurrent apply's) won the race for the
+                # lock: wait for it to answer, then hand the change to it
+                while time.monotonic() < deadline:
+                    if status(cfg.state_dir, timeout=2.0) is not None:
+                        return lock.holder_pid(cfg.state_dir) or 0
+                    time.sleep(0.05)
+                break
             tail = _tail(log_path)
-            # exit 2: another daemon won the race: use it
-            if rc == errors.ExitCode.CHANGES and status(cfg.state_dir) is not None:
-                return lock.holder_pid(cfg.state_dir) or 0
             raise errors.PlanError(f"the daemon exited at start (exit {rc}); last lines of "
                                    f"{log_path}:\n{tail}")
         if status(cfg.state_dir, timeout=2.0) is not None:
