@@ -295,7 +295,7 @@ class Daemon:
                 allow_mass_stop=allow_mass_stop or self.options.allow_mass_stop,
                 created_at=snapshot.now_iso(), root=self.cfg.root,
                 error_files=snap.error_files)
-            errors_now = tuple(p for p in snap.problems if ": error: " in p)
+            errors_now = snap.errors
             if errors_now != self.last.problems:
                 for line in errors_now:
                     log.error("%s", line)

@@ -40,7 +40,7 @@ class Snapshot:
         monitors: every valid resolved monitor (for list/view).
         digest: the loader digest of the layers.
         problems: every problem, formatted (errors of invalid files among them).
-        error_count: number of error-severity problems.
+        errors: the error-severity ones among ``problems`` (same formatting).
         commit, dirty: the repository revision (None outside a git checkout).
         placements: name -> placement decision for every valid monitor.
         error_files: the files with at least one error-severity problem, sorted.
@@ -55,7 +55,7 @@ class Snapshot:
     monitors: Mapping[MonitorName, Monitor]
     digest: str
     problems: tuple[str, ...]
-    error_count: int
+    errors: tuple[str, ...]
     commit: str | None
     dirty: bool
     placements: Mapping[MonitorName, placement.Placement]
@@ -306,7 +306,7 @@ def read(
         monitors=result.monitors,
         digest=digest,
         problems=tuple(p.format() for p in problems),
-        error_count=sum(1 for p in problems if str(p.severity) == "error"),
+        errors=tuple(p.format() for p in problems if str(p.severity) == "error"),
         commit=commit,
         dirty=dirty,
         placements=placements,

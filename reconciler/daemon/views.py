@@ -177,7 +177,7 @@ def _rows(cfg: settings.Settings) -> dict[str, Any]:
                    "generation": status.get("generation") if status else reg.generation,
                    "held": status.get("held") if status else [],
                    "settingsMismatch": client.settings_mismatch(cfg, status)},
-        "problems": [p for p in snap.problems if ": error: " in p],
+        "problems": list(snap.errors),
         "storeProblems": list(store.problems),
         "monitors": out,
     }

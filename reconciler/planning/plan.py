@@ -214,7 +214,8 @@ class Plan:
         desired_digest: ``Desired.digest()``.
         commit, dirty: the repository revision (None outside git).
         mass_stop: why the mass-stop guard holds the stops, or None.
-        problems: formatted error lines of invalid files.
+        problems: formatted problems of the layers (errors and warnings; the text output
+            lists the errors not already shown beside their monitors).
         created_at: ISO-8601 UTC.
         error_files: the monitor and overlay files with at least one error (sorted);
             ``plan`` exits 1 when there is one (Terraform: errors -> 1).

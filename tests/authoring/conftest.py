@@ -68,17 +68,25 @@ BUILTIN = """
 """
 
 
-@pytest.fixture
-def upstream(tmp_path: Path) -> Upstream:
-    """An upstream with ``monitors/pr-merge.yml`` and a README outside the folder."""
+def make_upstream(tmp_path: Path, monitors: dict[str, str]) -> Upstream:
+    """A git upstream at ``tmp_path/upstream`` with ``monitors/<file>`` for each entry of
+    ``monitors`` (file name -> interval of the ``BUILTIN`` monitor) and a README outside
+    the folder, committed once."""
     path = tmp_path / "upstream"
     path.mkdir()
     git(path, "init", "-q", "-b", "main")
     up = Upstream(path)
     up.write("README.md", "upstream\n")
-    up.write("monitors/pr-merge.yml", BUILTIN.format(interval="5m"))
+    for file, interval in monitors.items():
+        up.write(f"monitors/{file}", BUILTIN.format(interval=interval))
     up.commit("initial")
     return up
+
+
+@pytest.fixture
+def upstream(tmp_path: Path) -> Upstream:
+    """An upstream with ``monitors/pr-merge.yml`` and a README outside the folder."""
+    return make_upstream(tmp_path, {"pr-merge.yml": "5m"})
 
 
 def settings_for(repo: Repo) -> settings_mod.Settings:

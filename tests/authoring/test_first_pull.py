@@ -11,22 +11,14 @@ from pathlib import Path
 import pytest
 
 from reconciler.config import gitrepo
-from tests.authoring.conftest import BUILTIN, Upstream, git, settings_for
+from tests.authoring.conftest import BUILTIN, Upstream, git, make_upstream, settings_for
 from tests.conftest import Repo, run_cli
 
 
 @pytest.fixture
 def upstream(tmp_path: Path) -> Upstream:
     """An upstream whose ``monitors/`` holds a newer ``disk-headroom.yml`` than the clone's."""
-    path = tmp_path / "upstream"
-    path.mkdir()
-    git(path, "init", "-q", "-b", "main")
-    up = Upstream(path)
-    up.write("README.md", "upstream\n")
-    up.write("monitors/disk-headroom.yml", BUILTIN.format(interval="10m"))
-    up.write("monitors/pr-merge.yml", BUILTIN.format(interval="1h"))
-    up.commit("initial")
-    return up
+    return make_upstream(tmp_path, {"disk-headroom.yml": "10m", "pr-merge.yml": "1h"})
 
 
 def make_clone(tmp_path: Path, upstream: Upstream, *, files: dict[str, str] | None = None,

@@ -141,3 +141,15 @@ def daemons(repo: Repo) -> Iterator[Callable[..., Daemon]]:
         if d.proc is not None and d.proc.poll() is None:
             d.proc.kill()
             d.proc.wait(timeout=5)
+
+
+@pytest.fixture
+def detached(repo: Repo) -> Iterator[Repo]:
+    """``repo``; a daemon that ``apply`` started detached is stopped at the end
+    (``monitors stop``'s core, then SIGKILL if it did not let go of the lock)."""
+    from reconciler.daemon import stopper
+
+    yield repo
+    done = stopper.stop(repo.state, wait=WAIT)
+    if not done.stopped and done.pid is not None:
+        os.kill(done.pid, signal.SIGKILL)

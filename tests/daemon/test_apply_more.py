@@ -7,16 +7,10 @@ tests/planning/test_field_diff.py: a running daemon applies an edit before a
 from __future__ import annotations
 
 import json
-import os
-import signal
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
-import pytest
-
-from reconciler.state import lock
 from tests.conftest import Repo
-from tests.daemon.conftest import WAIT, Daemon, monitor_yaml, read_json, wait_for
+from tests.daemon.conftest import Daemon, monitor_yaml, read_json, wait_for
 
 NAMES = [f"m{i}" for i in range(4)]
 BAD = "source:\n  type: poll\n  command: [echo, bad]\n  interval: 1:30\naction:\n  type: notify\n"
@@ -33,21 +27,6 @@ def _four(repo: Repo, daemons: Callable[..., Daemon]) -> Daemon:
 
 def _generation(repo: Repo) -> int:
     return int((read_json(repo.state / "running.json") or {}).get("generation", -1))
-
-
-@pytest.fixture
-def detached(repo: Repo) -> Iterator[Repo]:
-    """``repo``; a daemon that ``apply`` started detached is stopped at the end."""
-    yield repo
-    pid = lock.holder_pid(repo.state)
-    if pid is None or not lock.is_locked(repo.state):
-        return
-    os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + WAIT
-    while lock.is_locked(repo.state) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if lock.is_locked(repo.state):
-        os.kill(pid, signal.SIGKILL)
 
 
 def test_apply_names_files_with_errors_and_exits_1(

@@ -9,20 +9,15 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from reconciler import settings
 from reconciler.daemon import client
-from reconciler.state import lock
 from tests.conftest import Repo
 from tests.daemon.conftest import WAIT, Daemon, monitor_yaml, read_json, wait_for
 
@@ -146,21 +141,6 @@ def test_update_reason_names_a_field_once_in_the_daemon_log(
                     what="update logged", log=d.log)
     # was "update repo-head: rateLimit, rateLimit changed: ..."
     assert "update repo-head: rateLimit changed: updated in place, baseline kept" in line
-
-
-@pytest.fixture
-def detached(repo: Repo) -> Iterator[Repo]:
-    """``repo``; a daemon that ``apply`` started detached is stopped at the end."""
-    yield repo
-    pid = lock.holder_pid(repo.state)
-    if pid is None or not lock.is_locked(repo.state):
-        return
-    os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + WAIT
-    while lock.is_locked(repo.state) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if lock.is_locked(repo.state):
-        os.kill(pid, signal.SIGKILL)
 
 
 def test_apply_says_a_first_poll_is_still_running(detached: Repo) -> None:
