@@ -96,15 +96,15 @@ def _mode_problem(path: str, st: os.stat_result, uid: int, *, directory: bool) -
     return None
 
 
-def _directories(path: Path, root: Path) -> list[Path]:
+def _directories(path: str, root: str) -> list[str]:
     """The file's directory up to ``root`` (inclusive) when below it, else its directory."""
-    parent = Path(os.path.abspath(path)).parent
-    if parent == root or root in parent.parents:
-        chain = [parent]
-        while chain[-1] != root:
-            chain.append(chain[-1].parent)
-        return chain
-    return [parent]
+    parent = os.path.dirname(path)
+    if parent != root and not parent.startswith(root.rstrip("/") + "/"):
+        return [parent]
+    chain = [parent]
+    while chain[-1] != root and chain[-1] != "/":
+        chain.append(os.path.dirname(chain[-1]))
+    return chain
 
 
 def problem(path: Path, *, root: Path, uid: int | None = None) -> str | None:
@@ -121,16 +121,20 @@ def problem(path: Path, *, root: Path, uid: int | None = None) -> str | None:
         file that cannot be stat'ed gives None (reading it reports that).
     """
     me = os.geteuid() if uid is None else uid
-    target = Path(os.path.realpath(path))
+    given = os.path.abspath(path)
     try:
-        found = _mode_problem(str(path), os.stat(target), me, directory=False)
+        st = os.lstat(given)
+        target = os.path.realpath(given) if stat.S_ISLNK(st.st_mode) else given
+        if target != given:
+            st = os.stat(target)
+        found = _mode_problem(given, st, me, directory=False)
         if found:
             return found
-        dirs = _directories(path, root)
-        if target.parent not in dirs:
-            dirs.append(target.parent)
+        dirs = _directories(given, str(root))
+        if os.path.dirname(target) not in dirs:
+            dirs.append(os.path.dirname(target))
         for directory in dirs:
-            found = _mode_problem(str(directory), os.stat(directory), me, directory=True)
+            found = _mode_problem(directory, os.stat(directory), me, directory=True)
             if found:
                 return found
     except OSError:

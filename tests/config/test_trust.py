@@ -175,3 +175,12 @@ def test_problem_names_nothing_for_a_safe_file(tmp_path: Path) -> None:
     path.chmod(0o644)
     assert trust.problem(path, root=tmp_path) is None
     assert trust.problem(tmp_path / "missing.yml", root=tmp_path) is None
+
+
+def test_monitors_test_does_not_run_an_unsafe_file(repo: Repo) -> None:
+    pwned = repo.root / "pwned"
+    repo.write("monitors.d/x.yml", f"source: {{type: poll, command: [touch, {pwned}], "
+                                   "interval: 5s}\naction: {type: notify}\n").chmod(0o666)
+    r = run_cli(["test", "x"], repo=repo)
+    assert r.exit_code == 1 and "unsafe-permissions" in r.output
+    assert not pwned.exists()
