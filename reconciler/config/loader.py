@@ -220,7 +220,7 @@ def load(settings: Settings, *, paths: Sequence[Path] | None = None,
             overlay_files.append((path, file, doc, problems))
             continue
         content, entry, problems = next(outcomes)
-        unsafe = entry and trust.monitor_problem(entry.monitor, path, root=root)
+        unsafe = trust.monitor_problem(entry.monitor, path, root=root) if entry else None
         if unsafe:  # a file a stranger could have written must not run commands
             problems, entry = [*problems, P.error(file, 1, 1, "", unsafe, trust.RULE)], None
         digest.update(content)
