@@ -64,9 +64,25 @@ def _name(uid: int) -> str:
         return str(uid)
 
 
+_DATABASES = ("/etc/passwd", "/etc/group")
+_groups: dict[tuple[int, int], tuple[tuple[float, ...], bool]] = {}
+
+
 def _private_group(gid: int, owner: int) -> bool:
     """True when the group ``gid`` has exactly one member and it is ``owner`` (primary
-    and supplementary memberships, as Debian's OpenSSH ``secure_permissions``)."""
+    and supplementary memberships, as Debian's OpenSSH ``secure_permissions``).
+    Remembered until ``/etc/passwd`` or ``/etc/group`` changes (a umask 002 user's
+    every file is group-writable: one user database scan per load, not per file)."""
+    stamp = tuple(os.stat(f).st_mtime if os.path.exists(f) else -1.0 for f in _DATABASES)
+    known = _groups.get((gid, owner))
+    if known is not None and known[0] == stamp:
+        return known[1]
+    answer = _scan_private_group(gid, owner)
+    _groups[(gid, owner)] = (stamp, answer)
+    return answer
+
+
+def _scan_private_group(gid: int, owner: int) -> bool:
     try:
         group = grp.getgrgid(gid)
         owner_name = pwd.getpwuid(owner).pw_name
