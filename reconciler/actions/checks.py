@@ -109,17 +109,22 @@ def bound(cfg: Settings) -> tuple[Callable[[Mapping[str, Any]], list[tuple[str, 
         ``(check, [])`` with a picklable check for ``config.loader.load(action_check=)``,
         or ``(None, [problem])`` when monitors.toml's agents, routines, channels or
         owner are invalid: one ``settings`` error naming ``<root>/monitors.toml``
-        (names are not checked then).
+        (names are not checked then); or one ``unsafe-permissions`` error when it
+        defines agents or routines and another user could have written it
+        (``config.trust``).
     """
     import functools
 
     from reconciler import errors, settings
     from reconciler.actions import options
-    from reconciler.config import problems
+    from reconciler.config import problems, trust
 
+    path = cfg.root / settings.SETTINGS_FILE
+    unsafe = trust.settings_problem(cfg.toml, path, root=cfg.root)
+    if unsafe:
+        return None, [problems.error(str(path), 1, 1, "", unsafe, trust.RULE)]
     try:
         config = options.parse(cfg.toml)
     except errors.ConfigError as e:
-        path = cfg.root / settings.SETTINGS_FILE
         return None, [problems.error(str(path), 1, 1, "", str(e), "settings")]
     return functools.partial(references, config=config), []

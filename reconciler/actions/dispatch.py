@@ -472,7 +472,7 @@ class Dispatcher:
 
 
 def _write_prompt(path: Path, prompt: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic.make_dirs(path.parent)
     atomic.write_bytes(path, prompt.encode("utf-8"), durable=False)
 
 

@@ -202,7 +202,7 @@ class Guards:
         path = self.store.monitor_dir(name) / DROUGHT_FILE
 
         def write() -> None:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic.make_dirs(path.parent)
             atomic.write_json(path, {"version": DROUGHT_VERSION, **state}, durable=True)
 
         try:

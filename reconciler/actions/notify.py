@@ -26,6 +26,7 @@ from pathlib import Path
 from reconciler import errors
 from reconciler.actions import options
 from reconciler.actions.options import ActionsConfig, ChannelSpec, Redactor
+from reconciler.state import atomic
 
 LOGGER = logging.getLogger("monitors.notify")
 NOTIFICATIONS_FILE = "notifications.log"
@@ -190,8 +191,9 @@ class Notifier:
         suffix = f" [{event_id}]" if event_id else ""
         data = f"{stamp} {line}{suffix}\n".encode()
         with self._file_lock:
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            atomic.make_dirs(self.log_path.parent)
+            fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
+                         atomic.FILE_MODE)
             try:
                 os.write(fd, data)
                 os.fsync(fd)

@@ -60,7 +60,7 @@ def _killpg(pid: int, sig: signal.Signals) -> None:
 
 
 def _write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic.make_dirs(path.parent)
     atomic.write_bytes(path, data, durable=True)
 
 

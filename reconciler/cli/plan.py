@@ -54,7 +54,7 @@ def command(ctx: click.Context, as_json: bool, out: Path | None, detailed_exitco
 
         try:
             atomic.write_bytes(out, (json.dumps(plan.to_json(), indent=2) + "\n").encode(),
-                               durable=True)
+                               durable=True, mode=0o644)
         except OSError as e:
             raise errors.UsageError(f"{out}: cannot write the plan: {e.strerror}") from e
     if as_json:

@@ -46,6 +46,7 @@ from typing import Any
 from reconciler import errors
 from reconciler.config import writer
 from reconciler.settings import Settings
+from reconciler.state import atomic
 
 RECORD_FILE = ".upstream.json"
 RECORD_VERSION = 1
@@ -407,7 +408,7 @@ def _open_cache(settings: Settings) -> Any:
     try:
         if (path / "HEAD").is_file():
             return git.Repo(path)
-        path.mkdir(parents=True, exist_ok=True)
+        atomic.make_dirs(path)  # in the private state directory: 0700, parents too
         return git.Repo.init(path, bare=True)
     except (git.GitError, OSError) as e:
         raise GitError(f"{path}: cannot open the system-layer cache: {_last_line(e)}") from e

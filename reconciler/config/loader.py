@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from reconciler.config import normalize, overlays, semantic, validate, yamlload
+from reconciler.config import normalize, overlays, semantic, trust, validate, yamlload
 from reconciler.config import problems as P
 from reconciler.config.overlays import Overlay
 from reconciler.config.problems import Problem
@@ -220,6 +220,9 @@ def load(settings: Settings, *, paths: Sequence[Path] | None = None,
             overlay_files.append((path, file, doc, problems))
             continue
         content, entry, problems = next(outcomes)
+        unsafe = trust.monitor_problem(entry.monitor, path, root=root) if entry else None
+        if unsafe:  # a file a stranger could have written must not run commands
+            problems, entry = [*problems, P.error(file, 1, 1, "", unsafe, trust.RULE)], None
         digest.update(content)
         result.files += 1
         scope = Scope.SYSTEM if kind == "system" else Scope.USER

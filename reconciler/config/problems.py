@@ -56,6 +56,8 @@ RULES: dict[str, str] = {
     "system-modified": "a file in the pull-only system/ layer differs from what `monitors "
                        "system pull` recorded (move the change to monitors.d/ or an overlay)",
     "missing-layer": "the user layer, or a layer directory [layers] names, does not exist",
+    "unsafe-permissions": "a file that can run commands (or monitors.toml with agents or "
+                          "routines) is writable by, or owned by, another user",
 }
 
 

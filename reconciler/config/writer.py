@@ -207,7 +207,7 @@ def atomic_write(path: Path, text: str) -> None:
     """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic.write_bytes(path, text.encode("utf-8"), durable=True)
+        atomic.write_bytes(path, text.encode("utf-8"), durable=True, mode=0o644)
     except OSError as e:
         raise errors.ConfigError(f"{path}: cannot write: {e.strerror or e}") from e
 

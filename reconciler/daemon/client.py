@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler import errors, settings
-from reconciler.state import lock
+from reconciler.state import atomic, lock
 
 LOG_FILE = "daemon.log"
 SOCKET_NAME = "control.sock"
@@ -215,8 +215,9 @@ def start_detached(cfg: settings.Settings, *, timeout: float = START_TIMEOUT) ->
     argv = [sys.executable, "-m", "reconciler", "--root", str(cfg.root), "--state-dir",
             str(cfg.state_dir), "--device", cfg.device, "run"]
     try:
-        cfg.state_dir.mkdir(parents=True, exist_ok=True)
-        log_file = open(log_path, "ab")  # noqa: SIM115 (closed right after the spawn)
+        atomic.make_dirs(cfg.state_dir)
+        log_file = os.fdopen(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT
+                                     | os.O_CLOEXEC, atomic.FILE_MODE), "ab")
     except OSError as e:
         raise state_error(cfg.state_dir, e, doing="write the daemon log") from e
     with log_file:

@@ -41,6 +41,7 @@ from reconciler import errors, settings
 from reconciler.daemon import client, control, snapshot, supervisor, watch
 from reconciler.model import Monitor, MonitorName
 from reconciler.planning import plan as plan_mod
+from reconciler.state import atomic
 from reconciler.state import lock as lock_mod
 from reconciler.state import registry as registry_mod
 
@@ -219,9 +220,14 @@ class Daemon:
     async def _build(self) -> None:
         from reconciler import fleet, sources
         from reconciler.actions import dispatch, guards
+        from reconciler.config import trust
         from reconciler.daemon import evaluator
         from reconciler.state import store as store_mod
 
+        toml_path = self.cfg.root / settings.SETTINGS_FILE
+        unsafe = trust.settings_problem(self.cfg.toml, toml_path, root=self.cfg.root)
+        if unsafe:  # its agents and routines would run what another user wrote
+            raise errors.ConfigError(f"{toml_path}: {unsafe}")
         self._store = store_mod.Store(self.cfg.state_dir)
         self._dispatcher = dispatch.build(self._store, self.cfg.toml, state_dir=self.cfg.state_dir)
         self._guard = guards.build(self._store, self._dispatcher)
@@ -592,8 +598,8 @@ def _stat_key(path: Path) -> tuple[int, int, int] | None:
 
 
 def _write_demo(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    atomic.make_dirs(path.parent)  # below the (private) state directory
+    atomic.write_bytes(path, text.encode("utf-8"), durable=False)
 
 
 def applied_names(plan: plan_mod.Plan, applied: supervisor.Applied) -> str:

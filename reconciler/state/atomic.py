@@ -5,6 +5,10 @@ writer is killed (SIGKILL) at any instant. With ``durable=True`` the file is
 fsynced before the rename and the directory after it, so the new bytes and the
 rename itself survive a power loss (POSIX rename durability needs the directory
 fsync; see the fsync(2) man page, "fsync on the directory").
+
+State is private: it holds prompts, observations and agent output, so files are
+created ``FILE_MODE`` (0600) and directories ``DIR_MODE`` (0700). Modes go through
+the process umask, so a stricter umask (0277) stays stricter.
 """
 
 from __future__ import annotations
@@ -12,9 +16,46 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+FILE_MODE = 0o600
+"""Mode of every file the state directory gets (the umask may narrow it further)."""
+DIR_MODE = 0o700
+"""Mode of every directory created for state, the state directory's missing parents too."""
+
+
+def make_dirs(path: Path) -> None:
+    """Create the directory ``path`` and its missing parents, each ``DIR_MODE`` (narrowed
+    by the umask), like ``mkdir -p -m 700`` (``Path.mkdir(parents=True)`` would create
+    the parents with the default mode). Existing directories are left as they are.
+
+    Raises:
+        OSError: a directory cannot be created (``FileExistsError`` when ``path`` or a
+            parent exists and is not a directory).
+    """
+    missing: list[Path] = []
+    probe = path
+    while not probe.is_dir() and probe != probe.parent:
+        missing.append(probe)
+        probe = probe.parent
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=DIR_MODE)
+        except FileExistsError:
+            if not directory.is_dir():
+                raise
+
+
+def restrict_dir(path: Path) -> None:
+    """Narrow an existing directory ``path`` owned by this user to owner-only access
+    (drops the group and other bits; a state directory made 0755 by an older version
+    becomes 0700). Another user's directory, or one that cannot be changed, is left
+    alone: this is hardening, never a reason to fail."""
+    with contextlib.suppress(OSError):
+        st = os.stat(path)
+        if st.st_uid == os.geteuid() and st.st_mode & 0o077:
+            os.chmod(path, st.st_mode & 0o7700)
 
 
 def fsync_dir(path: Path) -> None:
@@ -30,7 +71,8 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_bytes(path: Path, data: bytes, *, durable: bool, sole_writer: bool = False) -> None:
+def write_bytes(path: Path, data: bytes, *, durable: bool, sole_writer: bool = False,
+                mode: int = FILE_MODE) -> None:
     """Replace ``path`` with ``data`` atomically.
 
     Args:
@@ -40,16 +82,19 @@ def write_bytes(path: Path, data: bytes, *, durable: bool, sole_writer: bool = F
         sole_writer: the caller is the only writer of ``path`` (the daemon's liveness
             flush): use the fixed temp name ``.<name>.tmp`` instead of a random one,
             which is cheaper; a temp left by a killed writer is simply overwritten.
+        mode: the new file's mode before the umask: ``FILE_MODE`` (0600) for state;
+            files of the repository (monitor files, saved plans) pass 0o644.
 
     Raises:
         OSError: the write failed; ``path`` is then unchanged and the temp file removed.
     """
     if sole_writer:
         tmp = str(path.with_name(f".{path.name}.tmp"))
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)  # O_CREAT keeps an old temp's mode: start from a new inode
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
     else:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        os.fchmod(fd, 0o644)  # mkstemp makes 0600; files here are ordinary readable files
+        fd, tmp = _create_temp(path, mode)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -63,6 +108,18 @@ def write_bytes(path: Path, data: bytes, *, durable: bool, sole_writer: bool = F
         raise
     if durable:
         fsync_dir(path.parent)
+
+
+def _create_temp(path: Path, mode: int) -> tuple[int, str]:
+    """A new temp file beside ``path`` created with ``mode`` through the umask (what
+    ``tempfile.mkstemp`` does, but with a chosen mode instead of a fixed 0600)."""
+    for _ in range(100):
+        tmp = os.path.join(path.parent, f".{path.name}.{os.urandom(6).hex()}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{path.parent}: no free temporary file name for {path.name}")
 
 
 def dumps(obj: Any) -> bytes:

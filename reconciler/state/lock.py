@@ -14,6 +14,7 @@ from pathlib import Path
 from types import TracebackType
 
 from reconciler import errors
+from reconciler.state import atomic
 
 LOCK_FILE = "daemon.lock"
 
@@ -64,8 +65,9 @@ class StateLock:
     def acquire(self) -> None:
         """Take the lock (non-blocking); see the class docstring for errors."""
         try:
-            self.state_dir.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            atomic.make_dirs(self.state_dir)
+            atomic.restrict_dir(self.state_dir)  # one made 0755 by an older version
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, atomic.FILE_MODE)
         except OSError as e:
             raise errors.StateError(f"{self.path}: cannot open lock file: {e.strerror}") from e
         try:

@@ -303,5 +303,5 @@ def publish(state_dir: Path, registry: Registry) -> None:
     """
     from reconciler.state import atomic
 
-    state_dir.mkdir(parents=True, exist_ok=True)
+    atomic.make_dirs(state_dir)
     atomic.write_json(path(state_dir), registry.to_json(), durable=True)

@@ -138,7 +138,7 @@ class Store:
             return
         base = self.root / MONITORS_DIR
         if not base.is_dir():
-            base.mkdir(parents=True, exist_ok=True)
+            atomic.make_dirs(base)
             atomic.fsync_dir(self.root)
         readme = self.root / README_FILE
         if not readme.exists():
@@ -151,7 +151,7 @@ class Store:
         if not path.is_dir():
             # No ``parents``: a store whose directory was deleted under it (``rm -rf
             # .history``) fails its writes instead of bringing the directory back.
-            path.mkdir(exist_ok=True)
+            path.mkdir(mode=atomic.DIR_MODE, exist_ok=True)
             if durable:
                 atomic.fsync_dir(path.parent)
         return path
@@ -381,10 +381,10 @@ class Store:
         """
         fires = self._ensure_dir(name, durable=True) / FIRES_DIR
         if not fires.is_dir():
-            fires.mkdir(exist_ok=True)
+            fires.mkdir(mode=atomic.DIR_MODE, exist_ok=True)
             atomic.fsync_dir(fires.parent)
         directory = fires / _check_name(event.id)
-        directory.mkdir()
+        directory.mkdir(mode=atomic.DIR_MODE)
         now = iso(at) if at is not None else event.fired_at
         record: dict[str, Any] = {
             "version": records.FIRE_VERSION,

@@ -1,0 +1,186 @@
+"""Files that can run commands are refused when another user could have written them
+(``config.trust``, rule ``unsafe-permissions``): lint, plan and the daemon's start."""
+
+from __future__ import annotations
+
+import grp
+import os
+import pwd
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reconciler.config import trust
+from tests.conftest import Repo, run_cli
+
+POLL = "source: {type: poll, command: [echo, hi], interval: 5s}\naction: {type: notify}\n"
+RUN = ("source: {type: file, path: /etc/hostname}\n"
+       "action: {type: run, command: [echo], prompt: '{{ event }}'}\n")
+ROUTINE = "source: {type: file, path: /etc/hostname}\naction: {type: routine, routine: r}\n"
+NOTIFY = "source: {type: file, path: /etc/hostname}\naction: {type: notify}\n"
+NOBODY = 65534
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+
+
+def _shared_group() -> int | None:
+    """A group whose members are not only this user (group write there is unsafe)."""
+    return next((g.gr_gid for g in grp.getgrall()
+                 if not trust._private_group(g.gr_gid, os.geteuid())), None)
+
+
+def _lint(repo: Repo) -> tuple[int, list[str]]:
+    r = run_cli(["lint"], repo=repo)
+    return r.exit_code, [line for line in r.output.splitlines() if "unsafe-permissions" in line]
+
+
+@pytest.mark.parametrize("text", [POLL, RUN, ROUTINE], ids=["poll", "run", "routine"])
+def test_world_writable_file_that_runs_commands_is_refused(repo: Repo, text: str) -> None:
+    repo.write("monitors.toml", "[routines.r]\nargv = ['true']\n")
+    path = repo.write("monitors.d/x.yml", text)
+    assert _lint(repo) == (0, [])
+    path.chmod(0o666)
+    rc, lines = _lint(repo)
+    assert rc == 1 and len(lines) == 1, lines
+    assert lines[0].startswith(f"{path}:1:1: error: refused to run commands (")
+    assert lines[0].endswith(f"the file is world-writable (mode 0666): chmod o-w {path} "
+                             "[unsafe-permissions]")
+
+
+def test_command_source_counts_too(repo: Repo) -> None:
+    path = repo.write("monitors.d/x.yml", "source: {type: command, command: [echo, hi]}\n"
+                                          "action: {type: notify}\n")
+    path.chmod(0o646)
+    assert "source command" in _lint(repo)[1][0]
+
+
+def test_a_file_that_runs_nothing_is_not_judged(repo: Repo) -> None:
+    repo.write("monitors.d/x.yml", NOTIFY).chmod(0o666)
+    assert _lint(repo) == (0, [])
+
+
+@needs_root
+def test_file_owned_by_another_user_is_refused(repo: Repo) -> None:
+    path = repo.write("monitors.d/x.yml", POLL)
+    os.chown(path, NOBODY, -1)
+    rc, lines = _lint(repo)
+    assert rc == 1 and f"is owned by uid {NOBODY}" in lines[0], lines
+    os.chown(path, 0, -1)  # root-owned files are trusted whoever runs monitors
+    assert _lint(repo) == (0, [])
+
+
+def test_group_writable_file_is_refused_unless_the_group_is_the_owners_own(repo: Repo) -> None:
+    path = repo.write("monitors.d/x.yml", POLL)
+    path.chmod(0o664)
+    others = _shared_group()
+    own = pwd.getpwuid(os.geteuid()).pw_gid
+    if others is None or os.geteuid() != 0:
+        pytest.skip("needs root and a group shared with other users")
+    os.chown(path, -1, others)
+    rc, lines = _lint(repo)
+    assert rc == 1 and "group-writable (mode 0664): chmod g-w" in lines[0], lines
+    if not trust._private_group(own, os.geteuid()):
+        pytest.skip("this user's primary group is not private (user private groups)")
+    os.chown(path, -1, own)  # Debian's OpenSSH user-group-modes: the owner's own group
+    assert _lint(repo) == (0, [])
+
+
+@pytest.mark.parametrize("mode, refused", [(0o777, True), (0o775, True), (0o1777, False)])
+def test_layer_directory_writable_by_others(repo: Repo, mode: int, refused: bool) -> None:
+    repo.write("monitors.d/x.yml", POLL)
+    repo.user.chmod(mode)
+    if mode == 0o775:
+        shared = _shared_group()
+        if shared is None or os.geteuid() != 0:
+            pytest.skip("needs root and a group shared with other users")
+        os.chown(repo.user, -1, shared)
+    rc, lines = _lint(repo)
+    assert (rc == 1) is refused, lines
+    if refused:
+        assert f"directory {repo.user} is " in lines[0]
+
+
+def test_repository_root_writable_by_others_is_refused(repo: Repo) -> None:
+    repo.write("monitors.d/x.yml", POLL)
+    repo.root.chmod(0o777)
+    assert f"directory {repo.root} is world-writable" in _lint(repo)[1][0]
+
+
+@needs_root
+def test_layer_directory_owned_by_another_user_is_refused(repo: Repo) -> None:
+    repo.write("monitors.d/x.yml", POLL)
+    os.chown(repo.user, NOBODY, -1)
+    assert f"{repo.user} is owned by uid {NOBODY}" in _lint(repo)[1][0]
+
+
+def test_symlink_is_judged_by_its_target_and_the_targets_directory(repo: Repo,
+                                                                   tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    target = elsewhere / "real.yml"
+    target.write_text(POLL)
+    (repo.user / "x.yml").symlink_to(target)
+    assert _lint(repo) == (0, [])
+    target.chmod(0o666)
+    assert "world-writable (mode 0666)" in _lint(repo)[1][0]
+    target.chmod(0o644)
+    elsewhere.chmod(0o777)  # anyone could replace the target
+    assert f"directory {elsewhere} is world-writable" in _lint(repo)[1][0]
+
+
+def test_unsafe_file_is_invalid_for_the_loader(repo: Repo) -> None:
+    from reconciler import settings
+    from reconciler.config import loader
+
+    repo.write("monitors.d/x.yml", POLL).chmod(0o666)
+    result = loader.load(settings.load(root=repo.root))
+    assert "x" not in result.monitors and "x" in result.invalid
+    assert [p.rule for p in result.problems] == ["unsafe-permissions"]
+
+
+AGENTS = "[agents.mine]\nargv = ['echo', '{prompt}']\n"
+
+
+def test_world_writable_monitors_toml_with_agents_is_refused(repo: Repo) -> None:
+    toml = repo.write("monitors.toml", AGENTS)
+    repo.write("monitors.d/x.yml", NOTIFY)
+    toml.chmod(0o666)
+    r = run_cli(["lint"], repo=repo)
+    assert r.exit_code == 1
+    lines = [line for line in r.output.splitlines() if "unsafe-permissions" in line]
+    assert len(lines) == 1 and lines[0].startswith(f"{toml}:1:1: error: refused its [agents] ")
+    plan = run_cli(["plan"], repo=repo)
+    assert plan.exit_code == 1 and "refused its [agents]" in plan.output
+    # the daemon does not start on it (one line, exit 1)
+    p = subprocess.run([sys.executable, "-m", "reconciler", "--root", str(repo.root),
+                        "--state-dir", str(repo.state), "--device", "test-box", "run"],
+                       capture_output=True, text=True, timeout=60, cwd=repo.root)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "refused its [agents]" in p.stderr and "Traceback" not in p.stderr
+    toml.chmod(0o644)
+    assert run_cli(["lint"], repo=repo).exit_code == 0
+
+
+def test_world_writable_monitors_toml_without_commands_is_fine(repo: Repo) -> None:
+    repo.write("monitors.toml", "[daemon]\nresync = '30s'\n").chmod(0o666)
+    repo.write("monitors.d/x.yml", NOTIFY)
+    assert run_cli(["lint"], repo=repo).exit_code == 0
+
+
+def test_problem_names_nothing_for_a_safe_file(tmp_path: Path) -> None:
+    path = tmp_path / "x.yml"
+    path.write_text(POLL)
+    path.chmod(0o644)
+    assert trust.problem(path, root=tmp_path) is None
+    assert trust.problem(tmp_path / "missing.yml", root=tmp_path) is None
+
+
+def test_monitors_test_does_not_run_an_unsafe_file(repo: Repo) -> None:
+    pwned = repo.root / "pwned"
+    repo.write("monitors.d/x.yml", f"source: {{type: poll, command: [touch, {pwned}], "
+                                   "interval: 5s}\naction: {type: notify}\n").chmod(0o666)
+    r = run_cli(["test", "x"], repo=repo)
+    assert r.exit_code == 1 and "unsafe-permissions" in r.output
+    assert not pwned.exists()
