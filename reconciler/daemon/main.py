@@ -223,7 +223,8 @@ class Daemon:
         from reconciler.state import store as store_mod
 
         self._store = store_mod.Store(self.cfg.state_dir)
-        self._dispatcher = dispatch.build(self._store, self.cfg.toml, state_dir=self.cfg.state_dir)
+        self._dispatcher = dispatch.build(self._store, self.cfg.toml, state_dir=self.cfg.state_dir,
+                                          root=self.cfg.root)
         self._guard = guards.build(self._store, self._dispatcher)
         self._guard.on_autopause = self._autopaused_now
         self._ctx = sources.SourceContext.create(store=self._store,
