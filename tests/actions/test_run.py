@@ -433,13 +433,16 @@ def test_default_cwd_is_the_repository_root(tmp_path: Path, store: Store) -> Non
     root = tmp_path / "repo"
     (root / "sub").mkdir(parents=True)
     env = {"RECORD_DIR": str(calls)}
+    (root / "agent-home").mkdir()
+    toml = {"agents": {"fake": {"argv": [str(script)], "cwd": "agent-home"}}}
     mons = [monitor({"type": "run", "command": [str(script)], "prompt": "", "env": env},
                     name="default"),
             monitor({"type": "run", "command": [str(script)], "prompt": "", "env": env,
-                     "cwd": "sub"}, name="relative")]
+                     "cwd": "sub"}, name="relative"),
+            monitor({"type": "run", "agent": "fake", "prompt": "", "env": env}, name="agent")]
 
     async def go() -> None:
-        d = make_dispatcher(store, environ={"PATH": os.environ["PATH"]}, root=root)
+        d = make_dispatcher(store, toml, environ={"PATH": os.environ["PATH"]}, root=root)
         for mon in mons:
             ev = event(mon)
             fire(store, mon, ev)
@@ -447,4 +450,5 @@ def test_default_cwd_is_the_repository_root(tmp_path: Path, store: Store) -> Non
         assert await d.drain(30)
 
     asyncio.run(go())
-    assert sorted(call["cwd"] for call in _calls(calls)) == [str(root), str(root / "sub")]
+    assert sorted(call["cwd"] for call in _calls(calls)) == [
+        str(root), str(root / "agent-home"), str(root / "sub")]
