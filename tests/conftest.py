@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import textwrap
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,3 +104,26 @@ def console_script() -> str:
 
 
 os.environ.setdefault("MONITORS_DEVICE", "test-box")
+
+
+def processes_with_arg(arg: str) -> list[int]:
+    """Live (not zombie) processes with ``arg`` as one of their argv elements: how a test
+    finds what a command left behind (give it a unique argument, ``sleep 333.4217``)."""
+    from reconciler import processes
+
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if arg.encode() in argv and processes.alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def unique_sleep() -> str:
+    """A ``sleep`` duration no other process uses (about 333 s), for ``processes_with_arg``."""
+    return f"333.{os.getpid()}{time.monotonic_ns() % 100000:05d}"

@@ -79,6 +79,8 @@ class Dispatcher:
         store: the state store (``state.store.Store``; see ``records.FireStore``).
         config: the ``monitors.toml`` action sections (``options.parse``).
         state_dir: the state directory (``notifications.log`` lives there).
+        root: the repository root: a run's or routine's default ``cwd``, and the base
+            of a relative one (as for sources); default: this process's directory.
         environ: the environment for ``${ENV}``, ``secretEnv`` and spawned
             processes (default ``os.environ``).
         guard: told when each fire ends (drought of failed fires); see ``attach_guard``.
@@ -93,6 +95,7 @@ class Dispatcher:
         config: ActionsConfig,
         *,
         state_dir: Path,
+        root: Path | None = None,
         environ: Mapping[str, str] | None = None,
         guard: FireGuard | None = None,
         backoff_base: float = 1.0,
@@ -103,6 +106,7 @@ class Dispatcher:
         self.store = store
         self.config = config
         self.state_dir = state_dir
+        self.root = root if root is not None else Path.cwd()
         self.environ: Mapping[str, str] = os.environ if environ is None else environ
         self.guard = guard
         self.redactor = Redactor()
@@ -323,11 +327,17 @@ class Dispatcher:
             env[key] = options.expand(value, environ=self.environ, redactor=self.redactor)
         return env
 
+    def _cwd(self, given: str | None) -> str:
+        """A run's working directory: ``given`` with ``~`` expanded, relative to the
+        repository root; the root itself when not given (README: Actions)."""
+        path = Path(given).expanduser() if given else self.root
+        return str(path if path.is_absolute() else self.root / path)
+
     async def _run_job(self, job: _Job) -> None:
         name, event = job.monitor.name, job.event
         try:
             fdir = fire_dir(self.store, name, event.id)
-            cwd = os.path.expanduser(job.spec.cwd or "~")
+            cwd = self._cwd(job.spec.cwd)
             try:
                 env = self._child_env(job, fdir)
                 if not os.path.isdir(cwd):

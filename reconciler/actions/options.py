@@ -18,7 +18,6 @@ mapping and environment; no I/O.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -96,7 +95,8 @@ class CommandSpec:
     Attributes:
         name: the agent or routine name.
         argv: the argv template (never run through a shell).
-        cwd: working directory (``~`` expanded at spawn), None for the default.
+        cwd: working directory (``~`` expanded, relative to the repository root at
+            spawn), None for the default (the repository root).
         env: extra environment (values may reference ``${ENV}``).
         timeout: seconds, None for the action's default.
         overlap: skip | queue | parallel, None for the action's default.
@@ -246,7 +246,3 @@ def parse(toml: Mapping[str, Any]) -> ActionsConfig:
         owner_channels=tuple(owner_channels) or (LOG_CHANNEL,),
     )
 
-
-def home() -> str:
-    """The user's home directory (the default ``cwd`` of run actions)."""
-    return os.path.expanduser("~")

@@ -1,30 +1,35 @@
 """The ``run`` action: spawn an agent or command with the rendered prompt as one argv element.
 
-Never a shell: the argv goes to ``asyncio.create_subprocess_exec``. The child
-runs in its own session (process group) with stdin closed; stdout and stderr
-are captured together, capped, redacted, and written to ``output.log`` beside
-the fire record when it ends. A timeout terminates the whole process group
-(SIGTERM, then SIGKILL after a grace period). ``execute`` is what ``routine``
-uses too; ``dispatch`` owns overlap and the fire record.
+Never a shell: the argv goes to ``processes.spawn`` (the mechanism the ``poll`` and
+``command`` sources use). The child runs in its own session (process group) with
+stdin closed; stdout and stderr are captured together, capped, redacted, and
+written to ``output.log`` beside the fire record when it ends.
+
+The run ends when the direct child exits, not when its pipe closes: a background
+child (``sleep 300 & echo hi``) cannot keep it "running" or block the next fire
+under ``overlap: skip``. When the run ends, however it ends (exit, failure,
+timeout, shutdown), its whole process group is killed, so nothing it started
+outlives it. A timeout first sends SIGTERM to the group, then SIGKILL after a
+grace period. ``execute`` is what ``routine`` uses too; ``dispatch`` owns overlap
+and the fire record.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from reconciler import processes
 from reconciler.actions.options import Redactor
 from reconciler.state import atomic
 
 DEFAULT_MAX_OUTPUT = 1024 * 1024  # bytes kept in output.log
 KILL_GRACE = 5.0  # seconds between SIGTERM and SIGKILL
-_DRAIN_AFTER_EXIT = 2.0  # seconds to keep reading after the child exits (grandchildren)
+DRAIN_AFTER_EXIT = 0.25  # seconds to read on after the child exits (grandchildren)
 _CHUNK = 65536
 
 
@@ -52,11 +57,6 @@ class RunOutcome:
     def ok(self) -> bool:
         """Exit code 0 without a timeout."""
         return self.exit_code == 0 and not self.timed_out and self.error is None
-
-
-def _killpg(pid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, sig)
 
 
 def _write(path: Path, data: bytes) -> None:
@@ -90,28 +90,21 @@ async def execute(
     """
     started = time.monotonic()
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            cwd=cwd,
-            env=dict(env),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-        )
-    except OSError as e:
-        reason = f"spawn: {argv[0]}: {e.strerror or e}"
+        child = await processes.spawn(argv, cwd=cwd, env=env, stderr=asyncio.subprocess.STDOUT)
+    except (OSError, ValueError, TypeError) as e:
+        what = (e.strerror or str(e)) if isinstance(e, OSError) else str(e)
+        reason = f"spawn: {argv[0]}: {what} (cwd {cwd})"
         await asyncio.to_thread(_write, output_path, redactor.redact(reason + "\n").encode())
         return RunOutcome(None, time.monotonic() - started, 0, False, error=reason)
     if on_start is not None:
-        on_start(proc.pid)
+        on_start(child.pid)
     kept = bytearray()
     total = 0
 
     async def read() -> None:
         nonlocal total
-        stream = proc.stdout
-        if stream is None:  # cannot happen with stdout=PIPE; never assert at runtime
+        stream = child.proc.stdout
+        if stream is None:  # cannot happen: spawn pipes stdout; never assert at runtime
             return
         while chunk := await stream.read(_CHUNK):
             total += len(chunk)
@@ -119,34 +112,28 @@ async def execute(
             if room > 0:
                 kept.extend(chunk[:room])
 
-    reader = asyncio.create_task(read())
+    reader = asyncio.ensure_future(read())
     timed_out = False
+    code: int | None = None
     try:
         try:
-            await asyncio.wait_for(proc.wait(), timeout)
+            code = await asyncio.wait_for(child.wait_exit(), timeout)
         except TimeoutError:
             timed_out = True
-            _killpg(proc.pid, signal.SIGTERM)
+            processes.kill_group(child, signal.SIGTERM)
             try:
-                await asyncio.wait_for(proc.wait(), kill_grace)
+                code = await asyncio.wait_for(child.wait_exit(), kill_grace)
             except TimeoutError:
-                _killpg(proc.pid, signal.SIGKILL)
-                await proc.wait()
-        # A grandchild may still hold the pipe open: read on briefly, then let go.
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(reader), _DRAIN_AFTER_EXIT)
-    except asyncio.CancelledError:
-        _killpg(proc.pid, signal.SIGKILL)
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        raise
+                processes.kill_group(child, signal.SIGKILL)
+                code = await child.wait_exit()
+        # The direct child has exited: the action is over. Read what it left in the pipe,
+        # but never wait on a background grandchild that inherited it.
+        await asyncio.wait([reader], timeout=DRAIN_AFTER_EXIT)
     finally:
-        if not reader.done():
-            reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await reader
-        if proc.returncode is None:
-            _killpg(proc.pid, signal.SIGKILL)
+        # Whatever ended it (exit, timeout, cancel at shutdown): nothing it started lives on.
+        await processes.finish(child, grace=kill_grace)
+        reader.cancel()
+        await asyncio.gather(reader, return_exceptions=True)
     duration = time.monotonic() - started
     text = kept.decode("utf-8", errors="replace")
     truncated = total > max_bytes
@@ -155,4 +142,4 @@ async def execute(
     if timed_out:
         text += f"\n[timed out after {timeout:g}s: process group killed]\n"
     await asyncio.to_thread(_write, output_path, redactor.redact(text).encode("utf-8"))
-    return RunOutcome(proc.returncode, duration, total, truncated, timed_out=timed_out)
+    return RunOutcome(code, duration, total, truncated, timed_out=timed_out)

@@ -10,7 +10,8 @@ can get wrong is raised as a one-line ``errors.MonitorsError``:
 * ``conflicts``: the name is taken in either layer, or the behaviour (the
   fingerprint, DESIGN.md §2) already exists under another name in either layer
   (shadowed built-ins included; a paused duplicate is still a duplicate).
-* ``pid_alive``: ``--watch-pid`` refuses a dead pid unless forced.
+* ``--watch-pid`` refuses a dead pid (``processes.alive``, zombie-aware, as the ``pid``
+  source reads it) unless forced.
 * ``find``: where a monitor is defined (user file, built-in, or both).
 * ``remove``/``copy_builtin``: delete a user file (never a built-in), and make a
   shadowing user copy of a built-in for ``edit``.
@@ -21,15 +22,13 @@ No click and no printing here. Never writes into ``system/``.
 from __future__ import annotations
 
 import datetime as dt
-import errno
-import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reconciler import durations, errors
+from reconciler import durations, errors, processes
 from reconciler import settings as settings_mod
 from reconciler.config import normalize, schemas, writer
 from reconciler.model import Monitor, MonitorName, Pause, Scope
@@ -201,7 +200,7 @@ def build_source(req: AddRequest) -> dict[str, Any]:
     if req.watch_pid is not None:
         if req.watch_pid < 1:
             raise errors.UsageError(f"--watch-pid: {req.watch_pid} is not a process id")
-        force = not pid_alive(req.watch_pid)
+        force = not processes.alive(req.watch_pid)
         if force and not req.force:
             raise errors.UsageError(
                 f"--watch-pid: process {req.watch_pid} is not running; refusing to arm a "
@@ -338,19 +337,6 @@ def check_schema(doc: Mapping[str, Any]) -> None:
         first = errs[0]
         where = ".".join(str(p) for p in first.instance_path) or "(top)"
         raise errors.UsageError(f"add: {where}: {first.message}")
-
-
-def pid_alive(pid: int) -> bool:
-    """True when process ``pid`` exists (``kill(pid, 0)``; EPERM counts as alive)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except OSError as e:
-        return e.errno == errno.EPERM
-    return True
 
 
 # -- where monitors live -----------------------------------------------------------------

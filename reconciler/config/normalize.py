@@ -152,7 +152,7 @@ def action(raw: Mapping[str, Any]) -> dict[str, Any]:
             "agent": raw.get("agent"),
             "command": list(raw["command"]) if raw.get("command") else None,
             "prompt": raw["prompt"],
-            "cwd": raw.get("cwd", "~"),
+            "cwd": raw.get("cwd"),  # None: the agent's, else the repository root
             "env": _map(raw.get("env")),
             "timeout": _dur(raw.get("timeout"), DEFAULT_RUN_TIMEOUT),
             "overlap": raw.get("overlap", "skip"),

@@ -229,7 +229,8 @@ class Daemon:
         if unsafe:  # its agents and routines would run what another user wrote
             raise errors.ConfigError(f"{toml_path}: {unsafe}")
         self._store = store_mod.Store(self.cfg.state_dir)
-        self._dispatcher = dispatch.build(self._store, self.cfg.toml, state_dir=self.cfg.state_dir)
+        self._dispatcher = dispatch.build(self._store, self.cfg.toml, state_dir=self.cfg.state_dir,
+                                          root=self.cfg.root)
         self._guard = guards.build(self._store, self._dispatcher)
         self._guard.on_autopause = self._autopaused_now
         self._ctx = sources.SourceContext.create(store=self._store,

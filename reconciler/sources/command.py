@@ -1,9 +1,11 @@
 """``command``: one long-running command; each stdout line is an observation.
 
 ``stream`` starts the command (own process group, see ``sources.process``),
-yields ``Started``, then one ``Observation`` per line (a line longer than
-``maxBytes`` is cut and marked ``truncated``), and when the command exits yields a
-check error and restarts it after a backoff that doubles from ``backoff`` up to
+yields ``Started``, then one ``Observation`` per line. When the command exits, or
+writes a line longer than ``maxBytes`` (a check error of kind ``line-too-long``
+naming the cap; the command is killed, as one endless line such as
+``cat /dev/zero`` would otherwise be read forever), it yields a check error and
+restarts the command after a backoff that doubles from ``backoff`` up to
 ``MAX_BACKOFF`` (reset once a run lasted ``STABLE_RUN`` seconds). Closing the
 stream kills the process group.
 
@@ -17,7 +19,7 @@ import time
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
-from reconciler import errors
+from reconciler import errors, processes
 from reconciler.model import Monitor, Observation
 from reconciler.sources import Started, StreamItem, process
 
@@ -27,27 +29,29 @@ if TYPE_CHECKING:
 MAX_BACKOFF = 60.0
 STABLE_RUN = 30.0
 FIRST_LINE_TIMEOUT = 10.0
+KILL_WAIT = 5.0  # seconds to wait for a killed command's exit
 
 
-async def _read_line(reader: asyncio.StreamReader, limit: int) -> tuple[bytes, bool]:
-    """One line without its newline (b"" at EOF) and whether it was cut at ``limit``."""
+class _LineTooLong(Exception):
+    """A line passed the cap before its newline."""
+
+
+async def _read_line(reader: asyncio.StreamReader, limit: int) -> bytes:
+    """One line without its newline (b"" at EOF; a last line without newline as is).
+
+    Raises:
+        _LineTooLong: ``limit`` bytes came without a newline. Nothing more is read: the
+            line may never end (``cat /dev/zero``).
+    """
     try:
         line = await reader.readuntil(b"\n")
-        return line[:-1][:limit], len(line) - 1 > limit
     except asyncio.IncompleteReadError as e:
-        return e.partial[:limit], len(e.partial) > limit
-    except asyncio.LimitOverrunError as e:
-        # Consume the over-long line up to its newline (or EOF), keeping ``limit`` bytes.
-        head = await reader.readexactly(e.consumed)
-        while True:
-            try:
-                await reader.readuntil(b"\n")
-                break
-            except asyncio.LimitOverrunError as more:
-                await reader.readexactly(more.consumed)
-            except asyncio.IncompleteReadError:
-                break
-        return head[:limit], True
+        line = e.partial + b"\n"
+    except asyncio.LimitOverrunError:
+        raise _LineTooLong from None
+    if len(line) - 1 > limit:
+        raise _LineTooLong
+    return line[:-1]
 
 
 async def stream(monitor: Monitor, ctx: SourceContext) -> AsyncGenerator[StreamItem, None]:
@@ -70,6 +74,8 @@ async def stream(monitor: Monitor, ctx: SourceContext) -> AsyncGenerator[StreamI
             stderr = process.Tail(process.STDERR_TAIL)
             drain = asyncio.ensure_future(_drain(child.proc.stderr, stderr))
             stdout = child.proc.stdout or asyncio.StreamReader()  # always piped by spawn
+            too_long = False
+            code = -1
             try:
                 yield Started(child.pid)
                 while True:
@@ -83,23 +89,28 @@ async def stream(monitor: Monitor, ctx: SourceContext) -> AsyncGenerator[StreamI
                         if not read.done():
                             read.cancel()
                             break
-                    raw, cut = read.result()
+                    try:
+                        raw = read.result()
+                    except _LineTooLong:
+                        too_long = True
+                        break
                     if not raw and stdout.at_eof():
                         break
-                    meta = {"pid": child.pid, "truncated": cut}
-                    yield Observation(process.decode(raw).rstrip("\r"), meta)
-                code = await child.wait_exit()
+                    yield Observation(process.decode(raw).rstrip("\r"), {"pid": child.pid})
+                if not too_long:
+                    code = await child.wait_exit()
             finally:
-                process.kill_group(child)
                 drain.cancel()
-                await child.wait_exit()
-                transport = getattr(child.proc, "_transport", None)
-                if transport is not None:
-                    transport.close()
-            tail = process.decode(stderr.buf).strip().splitlines()
-            last = f": {tail[-1][:200]}" if tail else ""
-            yield errors.SourceError(f"command exited with code {code}{last}; restarting",
-                                     kind="exited")
+                await processes.finish(child, grace=KILL_WAIT)
+            if too_long:
+                yield errors.SourceError(
+                    f"a line longer than maxBytes ({limit} bytes); command killed, "
+                    "restarting", kind="line-too-long")
+            else:
+                tail = process.decode(stderr.buf).strip().splitlines()
+                last = f": {tail[-1][:200]}" if tail else ""
+                yield errors.SourceError(f"command exited with code {code}{last}; restarting",
+                                         kind="exited")
         if time.monotonic() - started >= STABLE_RUN:
             delay = base
         await asyncio.sleep(delay)

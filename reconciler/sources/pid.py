@@ -10,7 +10,13 @@ The default condition fires on ``exited`` (``config.normalize``). Arming rules
   once, so the first poll cannot read "not alive yet" as "exited", fire falsely
   and poison the baseline.
 
-A zombie (exited, not yet reaped) counts as exited. A pid owned by another user
+The marker also records the process's start time (field 22 of
+``/proc/<pid>/stat``): once the watched process is gone its pid may be given to
+another one, and a live pid whose start time differs from the marker's is read as
+``exited`` (meta ``reused: true``), never as the watched process still running.
+
+Liveness is ``processes.alive`` (also used by ``add --watch-pid``): a zombie
+(exited, not yet reaped) counts as exited; a pid owned by another user
 (``EPERM``) counts as running. A pid outside ``1..PID_MAX`` (0 and negative
 numbers address process groups in ``kill(2)``) is a permanent check error of kind
 ``config``, never a foreign exception.
@@ -19,42 +25,21 @@ numbers address process groups in ``kill(2)``) is a permanent check error of kin
 from __future__ import annotations
 
 import asyncio
-import os
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reconciler import errors
+from reconciler import errors, processes
 from reconciler.model import Monitor, Observation
 
 if TYPE_CHECKING:
     from reconciler.sources import SourceContext
 
-PID_MAX = 4194304
-"""Linux's largest ``pid_max`` (``kernel/pid.c``: ``PID_MAX_LIMIT``)."""
+PID_MAX = processes.PID_MAX
+alive = processes.alive  # the one liveness rule, shared with ``add --watch-pid``
 
 RUNNING = "running"
 EXITED = "exited"
 NOT_YET_SPAWNED = "notyetspawned"
-
-
-def alive(pid: int) -> bool:
-    """True when ``pid`` (``1..PID_MAX``) exists and is not a zombie."""
-    if not 0 < pid <= PID_MAX:
-        return False
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, OverflowError):
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    # Field 3 (state) follows the parenthesised command name, which may contain spaces.
-    state = stat.rsplit(")", 1)[-1].split()[:1]
-    return state != ["Z"] and state != ["X"]
 
 
 async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
@@ -73,9 +58,16 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
     store = ctx.store
     marker = store.pid_marker(monitor.name) if store is not None else None
     seen = marker is not None and marker.get("pid") == pid
+    recorded = marker.get("startTime") if marker is not None and seen else None
     if alive(pid):
-        if not seen and store is not None and not ctx.dry_run:
-            await asyncio.to_thread(store.set_pid_marker, monitor.name, pid, time.time())
+        started = processes.start_time(pid)
+        if isinstance(recorded, int) and started is not None and started != recorded:
+            return Observation(EXITED, {"pid": pid, "reused": True})
+        # First seen (or a marker written before start times were recorded): remember it.
+        fresh = not seen or (recorded is None and started is not None)
+        if fresh and store is not None and not ctx.dry_run:
+            await asyncio.to_thread(store.set_pid_marker, monitor.name, pid, time.time(),
+                                    start_time=started)
         return Observation(RUNNING, {"pid": pid})
     if seen:
         return Observation(EXITED, {"pid": pid})

@@ -18,28 +18,27 @@ Shared by ``poll`` (run to completion) and ``command`` (long-running). Rules:
 * a spec the OS refuses (missing program, bad ``cwd``, a NUL byte or ``=`` in
   ``env``) is a check error of kind ``spawn``, never a foreign exception.
 
-Spawns use the default asyncio loop (uvloop forks and spawned far slower with a
-large parent, measured).
+Spawning, process groups and waiting for the exit are ``reconciler.processes``'s,
+shared with the ``run`` action.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import signal
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reconciler import errors
+from reconciler import errors, processes
+from reconciler.processes import Child
 
 DRAIN_GRACE = 0.25
 CAP_GRACE = 0.25
 STDERR_TAIL = 2000
-CHUNK = 65536
+CHUNK = processes.CHUNK
 
 
 def argv(command: str | list[str]) -> list[str]:
@@ -59,77 +58,19 @@ def working_dir(cwd: str | None) -> str | None:
     return str(Path(cwd).expanduser()) if cwd else None
 
 
-class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
-    """The stream protocol plus a future set when the process exits.
-
-    ``Process.wait()`` also waits until every pipe is closed, which a background
-    grandchild holding stdout can delay forever; ``exited`` does not.
-    """
-
-    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
-        super().__init__(limit=limit, loop=loop)
-        self.exited: asyncio.Future[None] = loop.create_future()
-
-    def process_exited(self) -> None:
-        super().process_exited()
-        if not self.exited.done():
-            self.exited.set_result(None)
-
-
-@dataclass(eq=False)
-class Child:
-    """A started command: the asyncio ``Process`` and a future done at its exit."""
-
-    proc: asyncio.subprocess.Process
-    exited: asyncio.Future[None]
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    async def wait_exit(self) -> int:
-        """The exit code, as soon as the process exits (pipes may stay open)."""
-        await asyncio.shield(self.exited)
-        code = self.proc.returncode
-        if code is None:
-            transport = getattr(self.proc, "_transport", None)
-            code = transport.get_returncode() if transport is not None else None
-        return -1 if code is None else int(code)
-
-
 async def spawn(spec: Mapping[str, Any], *, limit: int = CHUNK) -> Child:
     """Start ``spec["command"]`` in a new session with piped stdout and stderr
-    (stdin is /dev/null; ``limit`` is the stream reader's line limit in bytes).
+    (stdin is /dev/null; ``limit`` is the stream reader's line limit in bytes);
+    see ``processes.spawn``.
 
     Raises:
         errors.SourceError: kind ``spawn`` when it cannot start (missing program,
             permission, bad ``cwd``).
     """
     args = argv(spec["command"])
-    loop = asyncio.get_running_loop()
-    size = max(limit, CHUNK)
-    starting = asyncio.ensure_future(loop.subprocess_exec(
-        lambda: _Protocol(size, loop),
-        *args,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        cwd=working_dir(spec.get("cwd")),
-        env=environment(spec.get("env") or {}),
-        start_new_session=True,
-    ))
     try:
-        # Shielded: a stop (cancel) arriving while the child is being set up must not
-        # leave it running. asyncio would kill only the direct child (``sh``), and
-        # ``sh -c "sleep 100; ..."`` may already have started ``sleep`` in its group.
-        transport, protocol = await asyncio.shield(starting)
-    except asyncio.CancelledError:
-        with contextlib.suppress(BaseException):
-            transport, _ = await starting
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(transport.get_pid(), signal.SIGKILL)
-            transport.close()
-        raise
+        return await processes.spawn(args, cwd=working_dir(spec.get("cwd")),
+                                     env=environment(spec.get("env") or {}), limit=limit)
     except OSError as e:
         what = e.strerror or str(e)
         target = e.filename or args[0]
@@ -138,13 +79,11 @@ async def spawn(spec: Mapping[str, Any], *, limit: int = CHUNK) -> Child:
     except (ValueError, TypeError) as e:  # a NUL byte or '=' in env, cwd or argv
         raise errors.SourceError(f"cannot start {args[0]!r}: {e}", kind="spawn",
                                  permanent=True) from None
-    return Child(asyncio.subprocess.Process(transport, protocol, loop), protocol.exited)
 
 
 def kill_group(child: Child) -> None:
     """SIGKILL the process group of ``child`` (its session), ignoring a vanished one."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(child.pid, signal.SIGKILL)
+    processes.kill_group(child)
 
 
 class Capped:
@@ -272,7 +211,7 @@ async def run(spec: Mapping[str, Any], *, timeout: float, max_bytes: int) -> Com
         for reader in readers:
             reader.cancel()
         await asyncio.gather(*readers, return_exceptions=True)
-        _close_pipes(child)
+        processes.close(child)
     return Completed(
         stdout=decode(out.data()),
         exit_code=code,
@@ -281,8 +220,3 @@ async def run(spec: Mapping[str, Any], *, timeout: float, max_bytes: int) -> Com
         truncated=out.truncated,
     )
 
-
-def _close_pipes(child: Child) -> None:
-    transport = getattr(child.proc, "_transport", None)
-    if transport is not None:
-        transport.close()

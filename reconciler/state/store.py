@@ -518,13 +518,18 @@ class Store:
     # -- pid marker -----------------------------------------------------------
 
     def pid_marker(self, name: str) -> dict[str, Any] | None:
-        """The pid marker (``pid``, ``seenRunningAt``) or None."""
+        """The pid marker (``pid``, ``seenRunningAt``, ``startTime`` when known) or None."""
         loaded = self._read(self.monitor_dir(name) / PID_MARKER_FILE, records.MARKER_VERSION)
         return loaded.data if loaded.status is records.Status.OK else None
 
-    def set_pid_marker(self, name: str, pid: int, at: float) -> None:
-        """Record durably that ``pid`` was seen running (a forced pid watch may now exit)."""
-        record = {"version": records.MARKER_VERSION, "pid": pid, "seenRunningAt": iso(at)}
+    def set_pid_marker(self, name: str, pid: int, at: float, *,
+                       start_time: int | None = None) -> None:
+        """Record durably that ``pid`` was seen running (a forced pid watch may now exit),
+        with its start time (clock ticks since boot, ``processes.start_time``) when known."""
+        record: dict[str, Any] = {"version": records.MARKER_VERSION, "pid": pid,
+                                  "seenRunningAt": iso(at)}
+        if start_time is not None:
+            record["startTime"] = start_time
         path = self._ensure_dir(name, durable=True) / PID_MARKER_FILE
         atomic.write_json(path, record, durable=True)
 

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
 import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from reconciler.actions import dispatch
 from reconciler.state.store import Store
@@ -19,6 +23,7 @@ from tests.actions.conftest import (
     record,
     write_script,
 )
+from tests.conftest import processes_with_arg, unique_sleep
 
 HOSTILE = (
     "a $(touch pwned) `touch pwned2`; touch pwned3 && rm -rf x | cat 'single' \"double\"\n"
@@ -289,7 +294,7 @@ def test_failures_are_recorded_never_raised(tmp_path: Path, store: Store) -> Non
                 {"type": "run", "command": ["/no/such/binary"], "prompt": "", "cwd": str(tmp_path)},
                 name="d",
             ),
-            "spawn: /no/such/binary",
+            f"spawn: /no/such/binary: No such file or directory (cwd {tmp_path})",
         ),
         (
             monitor(
@@ -354,3 +359,96 @@ def test_close_interrupts_a_running_agent(tmp_path: Path, store: Store) -> None:
     asyncio.run(go())
     rec = record(store, mon, ev)
     assert rec["status"] == "interrupted" and "daemon stopped" in rec["reason"]
+
+
+def _gone(arg: str, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while processes_with_arg(arg):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def _kill_all(arg: str) -> None:
+    for leftover in processes_with_arg(arg):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(leftover, signal.SIGKILL)
+
+
+@pytest.mark.parametrize(("tail", "status"), [("", "succeeded"), ("; exit 3", "failed")])
+def test_background_child_neither_holds_the_run_nor_outlives_it(
+        tmp_path: Path, store: Store, tail: str, status: str) -> None:
+    marker = unique_sleep()
+    mon = monitor({"type": "run", "command": ["sh", "-c", f"sleep {marker} & echo hi{tail}"],
+                   "prompt": "", "cwd": str(tmp_path)})  # overlap: skip (the default)
+    first, second = event(mon, "one"), event(mon, "two")
+
+    async def go() -> None:
+        d = make_dispatcher(store, environ={"PATH": os.environ["PATH"]})
+        for ev in (first, second):
+            fire(store, mon, ev)
+            await d.dispatch(mon, ev)
+            assert await d.drain(10), "the run waited for its background child"
+        await d.close()
+
+    try:
+        asyncio.run(go())
+        recs = [record(store, mon, ev) for ev in (first, second)]
+        assert [r["status"] for r in recs] == [status, status]  # the second is not skipped
+        assert all(r["durationSeconds"] < 5 for r in recs)
+        output = (store.fire_dir(mon.name, first.id) / "output.log").read_text()
+        assert output.startswith("hi\n")
+        assert _gone(marker), "the background child outlived its run"
+    finally:
+        _kill_all(marker)
+
+
+def test_close_kills_background_children_of_a_running_action(
+        tmp_path: Path, store: Store) -> None:
+    marker = unique_sleep()
+    mon = monitor({"type": "run", "command": ["sh", "-c", f"sleep {marker} & sleep 60"],
+                   "prompt": "", "cwd": str(tmp_path)})
+    ev = event(mon)
+    fire(store, mon, ev)
+
+    async def go() -> None:
+        d = make_dispatcher(store, environ={"PATH": os.environ["PATH"]})
+        await d.dispatch(mon, ev)
+        deadline = time.monotonic() + 10
+        while not processes_with_arg(marker) and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        await d.close()
+
+    try:
+        asyncio.run(go())
+        assert record(store, mon, ev)["status"] == "interrupted"
+        assert _gone(marker), "the background child outlived the stop"
+    finally:
+        _kill_all(marker)
+
+
+def test_default_cwd_is_the_repository_root(tmp_path: Path, store: Store) -> None:
+    script, calls = _agent(tmp_path)
+    root = tmp_path / "repo"
+    (root / "sub").mkdir(parents=True)
+    env = {"RECORD_DIR": str(calls)}
+    (root / "agent-home").mkdir()
+    toml = {"agents": {"fake": {"argv": [str(script)], "cwd": "agent-home"}}}
+    mons = [monitor({"type": "run", "command": [str(script)], "prompt": "", "env": env},
+                    name="default"),
+            monitor({"type": "run", "command": [str(script)], "prompt": "", "env": env,
+                     "cwd": "sub"}, name="relative"),
+            monitor({"type": "run", "agent": "fake", "prompt": "", "env": env}, name="agent")]
+
+    async def go() -> None:
+        d = make_dispatcher(store, toml, environ={"PATH": os.environ["PATH"]}, root=root)
+        for mon in mons:
+            ev = event(mon)
+            fire(store, mon, ev)
+            await d.dispatch(mon, ev)
+        assert await d.drain(30)
+
+    asyncio.run(go())
+    assert sorted(call["cwd"] for call in _calls(calls)) == [
+        str(root), str(root / "agent-home"), str(root / "sub")]

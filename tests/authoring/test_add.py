@@ -168,6 +168,17 @@ def test_watch_pid_dead_refused_then_forced(repo: Repo) -> None:
     assert doc["source"] == {"type": "pid", "pid": pid, "force": True}
 
 
+def test_watch_pid_zombie_counts_as_dead(repo: Repo) -> None:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped: a zombie
+    try:
+        r = run_cli(["add", "w", "--watch-pid", str(child.pid), "--notify"], repo=repo)
+    finally:
+        child.wait()
+    assert r.exit_code == 1 and f"process {child.pid} is not running" in r.stderr
+    assert not (repo.user / "w.yml").exists()
+
+
 BASE = ["--poll", "true", "1m"]
 
 

@@ -39,7 +39,7 @@ action: {prompt: "CI failed: {{ event }}", agent: claude, type: run}
 condition: {match: fail, mode: match}
 source: {interval: 1m, command: gh pr checks 1119, type: poll}
 """,
-    "defaults written out": BASE.replace("  prompt:", "  cwd: '~'\n  timeout: 30m\n"
+    "defaults written out": BASE.replace("  prompt:", "  timeout: 30m\n"
                                          "  overlap: skip\n  prompt:")
     + "",
     "name, description, enabled, placement, labels, rate limit": "name: m\n"
@@ -58,6 +58,8 @@ DIFFERENT = {
     "match": BASE.replace("match: fail", "match: failed"),
     "mode": BASE.replace("  mode: match\n  match: fail\n", "  mode: every\n"),
     "prompt": BASE.replace("CI failed", "CI broke"),
+    "cwd: home, not the default repository root": BASE.replace("  prompt:", "  cwd: '~'\n"
+                                                               "  prompt:"),
     "agent": BASE.replace("agent: claude", "agent: codex"),
     "timeout explicit non-default": BASE.replace("interval: 1m", "interval: 1m\n  timeout: 5s"),
     "condition ignore": BASE.replace("  match: fail\n", "  match: fail\n  ignore: ['\\d+']\n"),

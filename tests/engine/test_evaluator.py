@@ -409,6 +409,25 @@ def test_command_stream_evaluated_and_killed_on_stop(tmp_path: Path) -> None:
     assert not pid.alive(int(pidfile.read_text()))
 
 
+def test_command_endless_line_is_a_check_error_in_liveness(tmp_path: Path) -> None:
+    m = monitor({"type": "command", "command": ["cat", "/dev/zero"], "maxBytes": 4096},
+                name="z")
+    env = Env(tmp_path)
+
+    async def go() -> dict[str, Any]:
+        async with env as engine:
+            await engine.start(m)
+            await until(lambda: bool((env.store.liveness("z") or {}).get("lastError")))
+            live = env.store.liveness("z") or {}
+            await engine.stop("z")
+            return live
+
+    live = asyncio.run(go())
+    assert live["lastError"] == ("line-too-long: a line longer than maxBytes (4096 bytes); "
+                                 "command killed, restarting")
+    assert not env.rec.events
+
+
 def test_http_polls_in_flight_are_capped(tmp_path: Path) -> None:
     import http.server
     import threading

@@ -7,12 +7,13 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from reconciler import errors, sources
+from reconciler import errors, processes, sources
 from reconciler.fleet import Device, Fleet
 from reconciler.model import DeviceName, Monitor, Observation
 from reconciler.state import store as store_mod
@@ -89,6 +90,33 @@ def test_pid_running_then_exited_with_marker(tmp_path: Path) -> None:
         proc.kill()
         proc.wait()
     assert observe(m, store=store).text == "exited"
+
+
+def test_pid_reused_by_another_process_reads_as_exited(tmp_path: Path) -> None:
+    store = store_mod.Store(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    m = monitor({"type": "pid", "pid": proc.pid}, name="p")
+    try:
+        assert observe(m, store=store).text == "running"
+        marker = store.pid_marker("p")
+        assert marker is not None and marker["startTime"] == processes.start_time(proc.pid)
+        assert observe(m, store=store).text == "running"
+        # The pid now names a process that started at another time: not the one watched.
+        store.set_pid_marker("p", proc.pid, time.time(), start_time=marker["startTime"] - 1)
+        obs = observe(m, store=store)
+        assert obs.text == "exited" and obs.meta == {"pid": proc.pid, "reused": True}
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_pid_marker_without_start_time_gets_one(tmp_path: Path) -> None:
+    store = store_mod.Store(tmp_path)
+    store.set_pid_marker("self", os.getpid(), time.time())  # written by an older version
+    m = monitor({"type": "pid", "pid": os.getpid()}, name="self")
+    assert observe(m, store=store).text == "running"
+    marker = store.pid_marker("self")
+    assert marker is not None and marker["startTime"] == processes.start_time(os.getpid())
 
 
 def test_pid_dead_refused_unless_forced(tmp_path: Path) -> None:

@@ -143,29 +143,50 @@ def test_command_stream_lines_restart_and_kill_on_close(tmp_path: Path) -> None:
     assert wait_dead(int(pidfile.read_text())), "closing the stream left the command running"
 
 
-def test_command_long_line_is_cut() -> None:
-    m = monitor({"type": "command", "command": "printf '%070000d\\nshort\\n' 0; sleep 30",
-                 "maxBytes": 100})
+def _stream_until_errors(m: object, errors_wanted: int,
+                         timeout: float) -> list[tuple[float, object]]:
+    """Items of ``command.stream(m)`` with their monotonic time, up to the n-th check error."""
 
-    async def go() -> list[Observation]:
+    async def go() -> list[tuple[float, object]]:
         c = ctx()
-        out: list[Observation] = []
-        stream = command.stream(m, c)
+        out: list[tuple[float, object]] = []
+        stream = command.stream(m, c)  # type: ignore[arg-type]
         try:
-            async with asyncio.timeout(10):
+            async with asyncio.timeout(timeout):
                 async for item in stream:
-                    if isinstance(item, Observation):
-                        out.append(item)
-                        if len(out) == 2:
-                            break
+                    out.append((time.monotonic(), item))
+                    if sum(isinstance(i, errors.SourceError) for _, i in out) == errors_wanted:
+                        break
         finally:
             await stream.aclose()
             await c.aclose()
         return out
 
-    first, second = asyncio.run(go())
-    assert len(first.text) == 100 and first.meta["truncated"] is True
-    assert second.text == "short"
+    return asyncio.run(go())
+
+
+def test_command_line_past_the_cap_is_a_check_error_naming_it() -> None:
+    m = monitor({"type": "command", "command": "printf '%0200d\\nshort\\n' 0; sleep 30",
+                 "maxBytes": 100})
+    items = [item for _, item in _stream_until_errors(m, 1, timeout=10)]
+    assert [type(i).__name__ for i in items] == ["Started", "SourceError"]
+    err = items[1]
+    assert isinstance(err, errors.SourceError) and err.kind == "line-too-long"
+    assert "longer than maxBytes (100 bytes)" in str(err)
+
+
+def test_command_endless_line_restarts_with_backoff_without_spinning() -> None:
+    m = monitor({"type": "command", "command": ["cat", "/dev/zero"], "backoff": "1s"})
+    cpu = time.process_time()
+    began = time.monotonic()
+    items = _stream_until_errors(m, 3, timeout=15)
+    cpu, wall = time.process_time() - cpu, time.monotonic() - began
+    errs = [i for _, i in items if isinstance(i, errors.SourceError)]
+    assert all(e.kind == "line-too-long" and "(1048576 bytes)" in str(e) for e in errs)
+    starts = [t for t, i in items if isinstance(i, sources.Started)]
+    assert len(starts) == 3
+    assert starts[1] - starts[0] >= 1.0 and starts[2] - starts[1] >= 2.0  # the backoff doubles
+    assert cpu < 0.5 * wall, f"{cpu:.2f}s of CPU in {wall:.2f}s"
 
 
 def test_command_exit_with_background_grandchild_still_restarts(tmp_path: Path) -> None:

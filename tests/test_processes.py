@@ -1,0 +1,52 @@
+"""reconciler.processes: pid liveness and start time read from a real /proc."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from reconciler import processes
+
+
+def test_start_time_survives_a_command_name_with_spaces_and_parentheses() -> None:
+    rename = "import sys; sys.stdin.readline(); open('/proc/self/comm', 'w').write(') R 1 (x'); " \
+             "print('renamed', flush=True); sys.stdin.readline()"
+    child = subprocess.Popen([sys.executable, "-c", rename], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        before = processes.start_time(child.pid)
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        assert child.stdout.readline() == "renamed\n"
+        with open(f"/proc/{child.pid}/stat") as f:
+            assert f.read().startswith(f"{child.pid} () R 1 (x) ")
+        assert isinstance(before, int) and processes.start_time(child.pid) == before
+        assert processes.alive(child.pid)
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_start_time_differs_between_processes_and_is_none_when_gone() -> None:
+    assert processes.start_time(os.getpid()) != processes.start_time(1)
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    assert processes.start_time(gone.pid) is None and not processes.alive(gone.pid)
+
+
+@pytest.mark.parametrize("pid", [0, -1, processes.PID_MAX + 1, 2**70])
+def test_out_of_range_pids_are_never_alive(pid: int) -> None:
+    assert not processes.alive(pid) and processes.start_time(pid) is None
+
+
+def test_a_zombie_is_not_alive() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped
+    try:
+        assert not processes.alive(child.pid)
+    finally:
+        child.wait()
