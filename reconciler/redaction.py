@@ -236,9 +236,14 @@ class LogFilter(logging.Filter):
 
 
 def filter_logs(redactor: Redactor, logger: str = "monitors") -> None:
-    """Redact everything ``logger``'s handlers write (the daemon log) with ``redactor``;
-    replaces a ``LogFilter`` installed before."""
-    for handler in logging.getLogger(logger).handlers:
+    """Redact everything logging writes in this process with ``redactor``: the handlers
+    of ``logger`` (the daemon log), of the root logger and ``logging.lastResort`` (what
+    libraries such as Apprise or asyncio log, which may quote a channel URL or an
+    exception holding a secret). Replaces a ``LogFilter`` installed before."""
+    handlers = [*logging.getLogger(logger).handlers, *logging.getLogger().handlers]
+    if logging.lastResort is not None:
+        handlers.append(logging.lastResort)
+    for handler in handlers:
         for old in [f for f in handler.filters if isinstance(f, LogFilter)]:
             handler.removeFilter(old)
         handler.addFilter(LogFilter(redactor))
