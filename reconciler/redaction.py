@@ -238,8 +238,8 @@ class LogFilter(logging.Filter):
 def filter_logs(redactor: Redactor, logger: str = "monitors") -> None:
     """Redact everything logging writes in this process with ``redactor``: the handlers
     of ``logger`` (the daemon log), of the root logger and ``logging.lastResort`` (what
-    libraries such as Apprise or asyncio log, which may quote a channel URL or an
-    exception holding a secret). Replaces a ``LogFilter`` installed before."""
+    libraries such as asyncio log to stderr, which may quote an exception holding a
+    secret). Replaces a ``LogFilter`` installed before."""
     handlers = [*logging.getLogger(logger).handlers, *logging.getLogger().handlers]
     if logging.lastResort is not None:
         handlers.append(logging.lastResort)

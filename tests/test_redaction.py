@@ -140,12 +140,13 @@ def test_a_secret_registered_after_the_filter_is_still_masked() -> None:
 
 def test_filter_logs_covers_library_loggers_through_the_last_resort_handler(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    # Apprise and asyncio log to their own loggers: with no handler configured Python
-    # writes WARNING and above to stderr (the daemon log) through logging.lastResort.
+    # Libraries (asyncio: "Task exception was never retrieved") log to their own loggers:
+    # with no handler configured Python writes WARNING and above to stderr (the daemon
+    # log) through logging.lastResort.
     stream = io.StringIO()
     last = logging.StreamHandler(stream)
     monkeypatch.setattr(logging, "lastResort", last)
     monkeypatch.setattr(logging.getLogger(), "handlers", [])
     redaction.filter_logs(Redactor(["ntfy-topic-secret"]))
-    logging.getLogger("apprise.test").warning("failed to send to ntfy://ntfy-topic-secret")
+    logging.getLogger("some_library.module").warning("failed to send to ntfy://ntfy-topic-secret")
     assert stream.getvalue() == "failed to send to ntfy://***\n"
