@@ -1,7 +1,7 @@
 """Layers import downward only (STYLE.md): a small import-linter over the package's AST.
 
 cli > (render | daemon) > planning > (config | state) > (model, errors, durations,
-processes);
+processes, redaction);
 sources, conditions and actions never import each other; click appears only in cli/.
 """
 
@@ -46,6 +46,9 @@ FORBIDDEN: dict[str, set[str]] = {
                   "daemon", "render", "cli"},
     # a leaf shared by sources (commands, pid), actions (run) and config (add --watch-pid)
     "processes": {"config", "state", "planning", "sources", "conditions", "actions",
+                  "daemon", "render", "cli"},
+    # the shared redactor: sources, actions, daemon and cli all use it
+    "redaction": {"config", "state", "planning", "sources", "conditions", "actions",
                   "daemon", "render", "cli"},
     # config and state are siblings: config may use the leaf state.atomic (see ALLOWED),
     # state may use config to rebuild a Monitor from the running registry

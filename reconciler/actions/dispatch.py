@@ -84,6 +84,8 @@ class Dispatcher:
         environ: the environment for ``${ENV}``, ``secretEnv`` and spawned
             processes (default ``os.environ``).
         guard: told when each fire ends (drought of failed fires); see ``attach_guard``.
+        redactor: the daemon's shared redactor (``reconciler.redaction``); a new one if
+            None. Rendered prompts and messages, reasons and output are redacted with it.
         backoff_base, backoff_cap: seconds; retry waits of notify and webhook-out.
         kill_grace: seconds between SIGTERM and SIGKILL of a timed-out run.
         max_output: bytes of a run's output kept in ``output.log``.
@@ -98,6 +100,7 @@ class Dispatcher:
         root: Path | None = None,
         environ: Mapping[str, str] | None = None,
         guard: FireGuard | None = None,
+        redactor: Redactor | None = None,
         backoff_base: float = 1.0,
         backoff_cap: float = 30.0,
         kill_grace: float = run.KILL_GRACE,
@@ -109,7 +112,7 @@ class Dispatcher:
         self.root = root if root is not None else Path.cwd()
         self.environ: Mapping[str, str] = os.environ if environ is None else environ
         self.guard = guard
-        self.redactor = Redactor()
+        self.redactor = redactor if redactor is not None else Redactor()
         self.backoff_base = backoff_base
         self.backoff_cap = backoff_cap
         self.kill_grace = kill_grace
@@ -263,11 +266,11 @@ class Dispatcher:
                 else:
                     spec = routine.resolve(action, self.config)
                     prompt = await _render(routine.prompt(action), ctx)
-                await self._admit(_Job(monitor, event, kind, spec, prompt))
+                await self._admit(_Job(monitor, event, kind, spec, self.redactor.redact(prompt)))
             elif kind == ActionType.NOTIFY:
                 channels = self.notifier.channels_for(action.get("channel"))
-                message = await _render(
-                    str(action.get("message") or "{{ monitor.name }}: {{ event }}"), ctx)
+                message = self.redactor.redact(await _render(
+                    str(action.get("message") or "{{ monitor.name }}: {{ event }}"), ctx))
                 self._spawn(self._notify(monitor, event, channels, message, extra),
                             f"notify:{monitor.name}:{event.id}")
             elif kind == ActionType.WEBHOOK_OUT:

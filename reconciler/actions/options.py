@@ -11,20 +11,20 @@
                          rateLimit = {max = 30, per = "1m"}
     [owner]              channels = ["log"]                        # default channels (the default)
 
-Also ``${NAME}`` expansion of environment variables (``expand``) and the
-redaction of the values it produced (``Redactor``). Pure: reads only the given
-mapping and environment; no I/O.
+Also ``${NAME}`` expansion of environment variables for actions (``expand``, on
+``reconciler.redaction``, whose ``Redactor`` is re-exported here). Pure: reads only
+the given mapping and environment; no I/O.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler import durations, errors
+from reconciler import durations, errors, redaction
 from reconciler.model import RateLimit
+from reconciler.redaction import Redactor as Redactor  # re-exported: the shared redactor
 
 LOG_CHANNEL = "log"
 OVERLAPS = ("skip", "queue", "parallel")
@@ -42,50 +42,17 @@ DEFAULT_AGENTS: Mapping[str, tuple[str, ...]] = {
     "aider": ("aider", "--yes", "--message", PROMPT),
 }
 
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_MIN_SECRET = 4  # shorter values are not redacted (they would shred ordinary text)
-
-
-class Redactor:
-    """Replaces secret values (taken from the environment) by ``***`` in text."""
-
-    def __init__(self, secrets: Iterable[str] = ()) -> None:
-        self._secrets: set[str] = set()
-        for s in secrets:
-            self.add(s)
-
-    def add(self, value: str) -> None:
-        """Treat ``value`` as secret from now on (values under 4 characters are ignored)."""
-        if len(value) >= _MIN_SECRET:
-            self._secrets.add(value)
-
-    def redact(self, text: str) -> str:
-        """Return ``text`` with every known secret replaced by ``***`` (longest first)."""
-        for s in sorted(self._secrets, key=len, reverse=True):
-            if s in text:
-                text = text.replace(s, "***")
-        return text
-
-
 def expand(text: str, *, environ: Mapping[str, str], redactor: Redactor | None = None) -> str:
-    """Replace each ``${NAME}`` in ``text`` by the environment variable's value.
-
-    Each substituted value is added to ``redactor`` so records never show it.
+    """``redaction.expand`` for actions: replace each ``${NAME}`` in ``text`` by the
+    environment variable's value and register each value with ``redactor``.
 
     Raises:
         errors.ActionError: a referenced variable is not set (named, never its value).
     """
-
-    def sub(m: re.Match[str]) -> str:
-        name = m.group(1)
-        if name not in environ:
-            raise errors.ActionError(f"environment variable {name} is not set")
-        value = environ[name]
-        if redactor is not None:
-            redactor.add(value)
-        return value
-
-    return _VAR.sub(sub, text)
+    try:
+        return redaction.expand(text, environ=environ, redactor=redactor)
+    except redaction.Unset as e:
+        raise errors.ActionError(str(e)) from None
 
 
 @dataclass(frozen=True, slots=True)

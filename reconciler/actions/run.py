@@ -135,11 +135,12 @@ async def execute(
         reader.cancel()
         await asyncio.gather(reader, return_exceptions=True)
     duration = time.monotonic() - started
-    text = kept.decode("utf-8", errors="replace")
     truncated = total > max_bytes
+    # Redacted before the notes: a secret cut by the cap is masked too (``cut``).
+    text = redactor.redact(kept.decode("utf-8", errors="replace"), cut=truncated)
     if truncated:
         text += f"\n[output truncated: {total} bytes, first {max_bytes} kept]\n"
     if timed_out:
         text += f"\n[timed out after {timeout:g}s: process group killed]\n"
-    await asyncio.to_thread(_write, output_path, redactor.redact(text).encode("utf-8"))
+    await asyncio.to_thread(_write, output_path, text.encode("utf-8"))
     return RunOutcome(code, duration, total, truncated, timed_out=timed_out)

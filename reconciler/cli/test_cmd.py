@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,8 @@ OBSERVATION_LINES = 20
 OBSERVATION_CHARS = 2000
 
 
-def find(settings: Settings, name: str) -> Monitor:
-    """The resolved monitor ``name`` from the layers.
+def find(settings: Settings, name: str) -> tuple[Monitor, list[Monitor]]:
+    """The resolved monitor ``name`` and every valid monitor of the layers.
 
     Raises:
         errors.NotFoundError: no layer defines it.
@@ -38,7 +39,7 @@ def find(settings: Settings, name: str) -> Monitor:
     key = MonitorName(name)
     monitor = loaded.monitors.get(key)
     if monitor is not None:
-        return monitor
+        return monitor, list(loaded.monitors.values())
     if key in loaded.invalid:
         file = loaded.invalid[key]
         first = next((p for p in loaded.problems if Path(p.file).name == Path(file).name), None)
@@ -92,8 +93,11 @@ def action_preview(monitor: Monitor, event: Any) -> dict[str, Any]:
     return out
 
 
-def _dry_run(settings: Settings, monitor: Monitor) -> Any:
-    from reconciler import fleet, sources
+def _dry_run(settings: Settings, monitor: Monitor, known: list[Monitor]) -> Any:
+    """``evaluator.dry_run`` with the secrets ``known`` monitors and monitors.toml
+    reference registered, as the daemon registers them: what ``test`` shows is what
+    the daemon would record."""
+    from reconciler import fleet, redaction, sources
     from reconciler.daemon import evaluator
     from reconciler.state import store as store_mod
 
@@ -101,8 +105,9 @@ def _dry_run(settings: Settings, monitor: Monitor) -> Any:
     fleet_ = fleet.load(settings.fleet_file)
 
     async def go() -> evaluator.DryRun:
+        redactor = redaction.Redactor(redaction.collect(known, settings.toml, os.environ))
         ctx = sources.SourceContext.create(store=store, fleet=fleet_, settings=settings,
-                                           dry_run=True)
+                                           dry_run=True, redactor=redactor)
         try:
             return await evaluator.dry_run(monitor, store=store, ctx=ctx)
         finally:
@@ -233,10 +238,10 @@ def command(ctx: click.Context, name: str, as_json: bool, replay_file: Path | No
     """Evaluate one monitor once: the observation, whether it would fire and why,
     and the event and action. Takes no action and writes no state."""
     settings = ctx.find_root().obj.settings()
-    monitor = find(settings, name)
+    monitor, known = find(settings, name)
     if replay_file is not None:
         return _replay(monitor, replay_file, as_json)
-    result = _dry_run(settings, monitor)
+    result = _dry_run(settings, monitor, known)
     # Rendered once (a template may spend its whole budget, templating.RENDER_SECONDS).
     preview = (action_preview(result.monitor, result.event)
                if result.event is not None and not result.error else None)

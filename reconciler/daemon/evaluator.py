@@ -32,6 +32,9 @@ Promises:
   webhook: validated but not evaluated yet) or a permanent source error parks the
   monitor: it stays in ``running()`` with its reason in ``parked``; it is not polled.
 * A monitor auto-paused by the rate-limit guard (``Store.autopause``) is not polled.
+* **Secrets are redacted first.** Every observation and check error is redacted
+  with the shared ``ctx.redactor`` before the condition sees it, so no signature,
+  state, event, liveness error or view holds a registered secret.
 """
 
 from __future__ import annotations
@@ -509,7 +512,7 @@ class Engine:
 
     async def _check_failed(self, entry: _Entry, error: errors.SourceError) -> PollResult:
         name = entry.monitor.name
-        message = str(error)
+        message = self.ctx.redactor.redact(str(error))
         entry.polls += 1
         self.store.record_check(name, ok=False, error=message, at=self.clock())
         await self._flush_first(entry)
@@ -526,9 +529,12 @@ class Engine:
 
     async def _evaluate(self, entry: _Entry, observation: Observation) -> PollResult:
         """Decide; when something must be stored, persist and dispatch in a task that a
-        stop cannot cancel half-way (``asyncio.shield``); else just heartbeat."""
+        stop cannot cancel half-way (``asyncio.shield``); else just heartbeat.
+        The observation is redacted first: signatures, state, events and views never
+        hold a registered secret."""
         monitor = entry.monitor
         at = self.clock()
+        observation = self.ctx.redactor.observation(observation)
         try:
             decision = conditions.decide(monitor, observation, entry.previous)
         except re.error as e:
@@ -661,7 +667,8 @@ async def dry_run(monitor: Monitor, *, store: store_mod.Store, ctx: sources.Sour
                   clock: Callable[[], float] = time.time) -> DryRun:
     """Observe ``monitor`` once and decide against its stored state, writing nothing
     (``store`` should be read-only and ``ctx.dry_run`` set). Never raises for check
-    errors: they come back in ``error``.
+    errors: they come back in ``error``. Observation and error are redacted with
+    ``ctx.redactor``, as the engine does.
 
     Raises:
         errors.StateError: the stored state cannot be read (future version, I/O).
@@ -673,9 +680,10 @@ async def dry_run(monitor: Monitor, *, store: store_mod.Store, ctx: sources.Sour
         return DryRun(monitor, previous=previous, error=push.not_evaluated(monitor),
                       paused=paused)
     try:
-        observation = await sources.observe(monitor, ctx)
+        observation = ctx.redactor.observation(await sources.observe(monitor, ctx))
     except errors.SourceError as e:
-        return DryRun(monitor, previous=previous, error=str(e), paused=paused)
+        return DryRun(monitor, previous=previous, error=ctx.redactor.redact(str(e)),
+                      paused=paused)
     try:
         decision = conditions.decide(monitor, observation, previous)
     except re.error as e:

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reconciler import errors, settings
+from reconciler import errors, redaction, settings
 from reconciler.daemon import client, control, snapshot, supervisor, watch
 from reconciler.model import Monitor, MonitorName
 from reconciler.planning import plan as plan_mod
@@ -126,6 +126,7 @@ class Daemon:
         self.lost: str | None = None  # why the state lock no longer holds (then exit 1)
         self._pause_due: float | None = None  # monotonic time of the next pause expiry
         self._published: tuple[dict[str, Any], tuple[int, int, int] | None] | None = None
+        self.redactor = redaction.Redactor()  # shared by sources, engine, dispatcher, log
 
     # -- entry -------------------------------------------------------------------
 
@@ -153,6 +154,7 @@ class Daemon:
     async def _main(self) -> int:
         self._stopping = asyncio.Event()
         self._reconcile_lock = asyncio.Lock()
+        redaction.filter_logs(self.redactor)
         self._trigger = watch.Trigger(debounce=self.options.debounce)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -230,12 +232,13 @@ class Daemon:
             raise errors.ConfigError(f"{toml_path}: {unsafe}")
         self._store = store_mod.Store(self.cfg.state_dir)
         self._dispatcher = dispatch.build(self._store, self.cfg.toml, state_dir=self.cfg.state_dir,
-                                          root=self.cfg.root)
+                                          root=self.cfg.root,
+                                          redactor=self.redactor)
         self._guard = guards.build(self._store, self._dispatcher)
         self._guard.on_autopause = self._autopaused_now
         self._ctx = sources.SourceContext.create(store=self._store,
                                                  fleet=fleet.load(self.cfg.fleet_file),
-                                                 settings=self.cfg)
+                                                 settings=self.cfg, redactor=self.redactor)
         self._engine = evaluator.Engine(self._store, self._dispatcher, ctx=self._ctx,
                                         guard=self._guard)
         self._supervisor = supervisor.Supervisor(self._engine, self._store, self.registry,
@@ -251,6 +254,7 @@ class Daemon:
         from reconciler.actions import recovery
 
         snap = await asyncio.to_thread(self._read_snapshot, self.boot_good, with_git=False)
+        self._register_secrets(snap)
         monitors: dict[str, Monitor] = {str(n): m for n, m in snap.desired.monitors.items()}
         done = await recovery.recover(self._store, monitors, self._dispatcher)
         for item in done:
@@ -263,6 +267,12 @@ class Daemon:
         both list and read files)."""
         return snapshot.read(self.cfg, last_good=last_good, autopaused=self._autopaused(),
                              with_git=with_git)
+
+    def _register_secrets(self, snap: snapshot.Snapshot) -> None:
+        """Register every secret the snapshot's monitors and monitors.toml reference
+        (``redaction.collect``) before anything of theirs runs."""
+        monitors = [*snap.monitors.values(), *snap.desired.monitors.values()]
+        self.redactor.add_all(redaction.collect(monitors, self.cfg.toml, os.environ))
 
     def _autopaused(self) -> dict[MonitorName, str]:
         out: dict[MonitorName, str] = {}
@@ -292,6 +302,7 @@ class Daemon:
         assert self._reconcile_lock is not None and self._supervisor is not None
         async with self._reconcile_lock:
             snap = await asyncio.to_thread(self._read_snapshot, self._last_good())
+            self._register_secrets(snap)
             expiry = snap.next_pause_expiry
             self._pause_due = None if expiry is None else (
                 time.monotonic() + max(0.0, expiry - time.time()) + PAUSE_MARGIN)

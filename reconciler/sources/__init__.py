@@ -15,6 +15,7 @@ Text that came from a watched source never goes through a shell.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 
-from reconciler import errors
+from reconciler import errors, redaction
 from reconciler.fleet import Fleet
 from reconciler.model import Monitor, Observation, SourceType
 
@@ -46,6 +47,9 @@ class SourceContext:
         settings: resolved settings, or None (tests).
         device: this device's name.
         dry_run: ``monitors test``: sources must write nothing.
+        redactor: the shared redactor; every ``${NAME}`` value a source expands is
+            registered with it (the engine redacts observations with it).
+        environ: the environment ``${NAME}`` reads and commands inherit.
     """
 
     http: httpx.AsyncClient
@@ -55,6 +59,8 @@ class SourceContext:
     settings: Settings | None = None
     device: str = ""
     dry_run: bool = False
+    redactor: redaction.Redactor = field(default_factory=redaction.Redactor)
+    environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
 
     @classmethod
     def create(
@@ -65,6 +71,7 @@ class SourceContext:
         settings: Settings | None = None,
         http_in_flight: int = HTTP_IN_FLIGHT,
         dry_run: bool = False,
+        redactor: redaction.Redactor | None = None,
     ) -> SourceContext:
         """Build a context with one pooled client sized to ``http_in_flight``.
         Close it with ``aclose``. TLS verification is on (httpx's default)."""
@@ -80,6 +87,7 @@ class SourceContext:
             settings=settings,
             device=settings.device if settings is not None else "",
             dry_run=dry_run,
+            redactor=redactor or redaction.Redactor(),
         )
 
     async def aclose(self) -> None:
@@ -96,13 +104,35 @@ class SourceContext:
         return path
 
     def process_spec(self, spec: Mapping[str, Any]) -> dict[str, Any]:
-        """``spec`` with ``cwd`` resolved (``resolve``); no ``cwd`` means the repository root."""
+        """``spec`` with ``cwd`` resolved (``resolve``; no ``cwd`` means the repository
+        root) and ``${NAME}`` expanded in ``env`` values (``expand``).
+
+        Raises:
+            errors.SourceError: kind ``config``: an ``env`` value names an unset variable.
+        """
+        out = dict(spec)
         cwd = spec.get("cwd")
         if cwd:
-            return {**spec, "cwd": str(self.resolve(str(cwd)))}
-        if self.settings is not None:
-            return {**spec, "cwd": str(self.settings.root)}
-        return dict(spec)
+            out["cwd"] = str(self.resolve(str(cwd)))
+        elif self.settings is not None:
+            out["cwd"] = str(self.settings.root)
+        if spec.get("env"):
+            out["env"] = {k: self.expand(str(v), where=f"env {k}")
+                          for k, v in spec["env"].items()}
+        return out
+
+    def expand(self, text: str, *, where: str) -> str:
+        """``text`` with each ``${NAME}`` replaced from ``environ``, each value
+        registered with ``redactor``.
+
+        Raises:
+            errors.SourceError: kind ``config`` naming ``where`` and the unset variable
+                (never a value); not permanent: the variable may be set before a restart.
+        """
+        try:
+            return redaction.expand(text, environ=self.environ, redactor=self.redactor)
+        except redaction.Unset as e:
+            raise errors.SourceError(f"{where}: {e}", kind="config") from None
 
 
 class Source(Protocol):

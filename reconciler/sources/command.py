@@ -60,13 +60,14 @@ async def stream(monitor: Monitor, ctx: SourceContext) -> AsyncGenerator[StreamI
     The caller stops the stream with ``aclose()`` (or by cancelling its task); the
     process group is killed then.
     """
-    spec = ctx.process_spec(monitor.source)
-    limit = int(spec["maxBytes"])
-    base = float(spec.get("backoff") or 1.0)
+    limit = int(monitor.source["maxBytes"])
+    base = float(monitor.source.get("backoff") or 1.0)
     delay = base
     while True:
         started = time.monotonic()
         try:
+            # each start: an env ``${NAME}`` that is unset is a check error, then a retry
+            spec = ctx.process_spec(monitor.source)
             child = await process.spawn(spec, limit=limit + 1)
         except errors.SourceError as e:
             yield e

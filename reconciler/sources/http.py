@@ -4,8 +4,9 @@
   flight are capped by ``SourceContext.http_slots``.
 * ``timeout`` is a deadline for the whole request, body included, so a slowly
   dripping body cannot stretch a poll past it.
-* Header values may use ``${ENV}``; they are expanded here and never printed
-  (``redacted_headers`` for display).
+* Header values may use ``${ENV}``; they are expanded here, each value is registered
+  with ``SourceContext.redactor`` (so an endpoint echoing it shows ``***``), and they
+  are never printed (``redacted_headers`` for display).
 * Redirects are not followed unless ``followRedirects: true``; TLS is verified.
 * DNS, connect, TLS, protocol and timeout failures are check errors whose message
   names the exception class; the body is capped at ``maxBytes`` (``truncated``).
@@ -19,7 +20,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import ssl
 import time
@@ -28,37 +28,26 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from reconciler import errors
+from reconciler import errors, redaction
 from reconciler.model import Monitor, Observation
 from reconciler.sources import process
 
 if TYPE_CHECKING:
     from reconciler.sources import SourceContext
 
-_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 section 5.6.2
 REDACTED = "<redacted>"
 
 
-def expand_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    """Header values with ``${NAME}`` replaced from the environment.
+def expand_headers(headers: Mapping[str, str], ctx: SourceContext) -> dict[str, str]:
+    """Header values with ``${NAME}`` replaced from the environment (``ctx.expand``;
+    each value is registered with ``ctx.redactor``).
 
     Raises:
         errors.SourceError: kind ``config`` naming the header and the unset variable
             (never the value).
     """
-    out: dict[str, str] = {}
-    for name, value in headers.items():
-        def sub(m: re.Match[str], header: str = name) -> str:
-            var = m.group(1)
-            if var not in os.environ:
-                raise errors.SourceError(
-                    f"header {header}: environment variable {var} is not set", kind="config"
-                )
-            return os.environ[var]
-
-        out[name] = _ENV.sub(sub, value)
-    return out
+    return {name: ctx.expand(value, where=f"header {name}") for name, value in headers.items()}
 
 
 def check_url(url: str) -> httpx.URL:
@@ -101,7 +90,7 @@ def check_headers(headers: Mapping[str, str]) -> None:
 
 def redacted_headers(headers: Mapping[str, str]) -> dict[str, str]:
     """Headers for display: every value that uses ``${ENV}`` is ``<redacted>``."""
-    return {k: (REDACTED if _ENV.search(v) else v) for k, v in headers.items()}
+    return {k: (REDACTED if redaction.names(v) else v) for k, v in headers.items()}
 
 
 def _classify(exc: BaseException) -> str:
@@ -146,7 +135,7 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
     timeout = float(spec["timeout"])
     limit = int(spec["maxBytes"])
     check_url(url)
-    headers = expand_headers(spec.get("headers") or {})
+    headers = expand_headers(spec.get("headers") or {}, ctx)
     check_headers(headers)
     body = process.Capped(limit)
     async with ctx.http_slots:

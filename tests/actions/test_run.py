@@ -249,6 +249,26 @@ def test_output_is_capped(tmp_path: Path, store: Store) -> None:
     assert out.startswith("x" * 1000 + "\n[output truncated") and len(out) < 1200
 
 
+def test_a_secret_cut_by_the_output_cap_is_masked(tmp_path: Path, store: Store) -> None:
+    # the cap (1000 bytes) falls in the middle of the secret: its first half must not stay
+    script = write_script(tmp_path / "leaky", "import os, sys\n"
+                          "sys.stdout.write('x' * 994 + os.environ['API_TOKEN'] * 2)\n")
+    mon = monitor({"type": "run", "command": [str(script)], "prompt": "", "cwd": str(tmp_path)})
+    ev = event(mon)
+    fire(store, mon, ev)
+
+    async def go() -> None:
+        d = make_dispatcher(store, environ={"PATH": os.environ["PATH"],
+                                            "API_TOKEN": "s3cr3t-value"}, max_output=1000)
+        d.redactor.add("s3cr3t-value")  # as the daemon registers it before the first poll
+        await d.dispatch(mon, ev)
+        assert await d.drain(30)
+
+    asyncio.run(go())
+    out = (store.fire_dir(mon.name, ev.id) / "output.log").read_text()
+    assert out.startswith("x" * 994 + "***\n[output truncated"), out[990:1040]
+
+
 def test_routine_uses_the_same_machinery(tmp_path: Path, store: Store) -> None:
     script, calls = _agent(tmp_path)
     toml = {

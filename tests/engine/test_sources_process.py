@@ -63,6 +63,55 @@ def test_cwd_and_env() -> None:
     assert obs.text == "/\nbar\n"
 
 
+def test_env_expands_names_from_the_environment_and_registers_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MY_TOKEN", "s3cr3t-value")
+    m = monitor({"type": "poll", "command": "echo $X", "interval": "30s",
+                 "env": {"X": "Bearer ${MY_TOKEN}"}})
+
+    async def go() -> tuple[Observation, tuple[str, ...]]:
+        c = ctx()
+        try:
+            return await poll.observe(m, c), c.redactor.secrets
+        finally:
+            await c.aclose()
+
+    obs, registered = asyncio.run(go())
+    assert obs.text == "Bearer s3cr3t-value\n"  # the child saw the value, not "${MY_TOKEN}"
+    assert registered == ("s3cr3t-value",)
+
+
+def test_env_naming_an_unset_variable_is_a_check_error_naming_it() -> None:
+    with pytest.raises(errors.SourceError, match="env X: environment variable NO_SUCH_X_VAR "
+                       "is not set") as info:
+        observe_poll("echo $X", env={"X": "${NO_SUCH_X_VAR}"})
+    assert info.value.kind == "config" and not info.value.permanent
+
+
+def test_command_env_naming_an_unset_variable_is_a_check_error_then_a_retry() -> None:
+    m = monitor({"type": "command", "command": "echo $X; sleep 30", "backoff": "1s",
+                 "env": {"X": "${NO_SUCH_X_VAR}"}})
+
+    async def go() -> list[object]:
+        c = ctx()
+        stream = command.stream(m, c)
+        items: list[object] = []
+        try:
+            async with asyncio.timeout(10):
+                async for item in stream:
+                    items.append(item)
+                    if len(items) == 2:
+                        break
+        finally:
+            await stream.aclose()
+            await c.aclose()
+        return items
+
+    items = asyncio.run(go())
+    assert all(isinstance(i, errors.SourceError) and "NO_SUCH_X_VAR is not set" in str(i)
+               for i in items), items
+
+
 def test_invalid_utf8_is_replaced_whatever_the_locale() -> None:
     obs = observe_poll(["printf", "ok \\377\\376 end"], env={"LC_ALL": "C"})
     assert obs.text == "ok \ufffd\ufffd end"
