@@ -103,6 +103,12 @@ def test_schema_command_prints_schemas() -> None:
     assert r.exit_code == 0 and json.loads(r.stdout)["title"] == "monitor"
     r = run_cli(["schema", "--overlay"])
     assert r.exit_code == 0 and json.loads(r.stdout)["title"] == "overlay"
+    r = run_cli(["schema", "--settings"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["title"] == "monitors.toml"
+    r = run_cli(["schema", "--fleet"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["title"] == "fleet"
+    r = run_cli(["schema", "--fleet", "--settings"])
+    assert r.exit_code == 1 and "at most one of" in r.stderr
 
 
 def _env() -> dict[str, str]:

@@ -58,12 +58,14 @@ def settings_problems(cfg: Settings) -> list[Problem]:
     return sorted(validate.check(settings_document(cfg), kind="settings"))
 
 
-def at_field(cfg: Settings, field: str, message: str, rule: str = "settings") -> Problem:
+def at_field(cfg: Settings, field: str, message: str, rule: str = "settings", *,
+             key: bool = True) -> Problem:
     """An error about ``field`` (dotted: ``channels.phone.url``) of monitors.toml, at
-    that key's position (its deepest existing parent's when the key is absent)."""
+    that key's position (its value's with ``key=False``; its deepest existing
+    parent's when the key is absent)."""
     doc = settings_document(cfg)
     path = tuple(field.split(".")) if field else ()
-    line, col = doc.position(path, key=True)
+    line, col = doc.position(path, key=key)
     return P.error(doc.file, line, col, field, message, rule)
 
 
