@@ -189,3 +189,18 @@ def test_settings_schema_is_shipped_and_valid_draft_2020_12() -> None:
     assert doc["additionalProperties"] is False
     assert set(doc["properties"]) == {"device", "stateDir", "layers", "fleet", "agents",
                                       "routines", "channels", "owner", "system", "daemon"}
+
+
+@pytest.mark.parametrize(("text", "where"), [
+    ("[daemon]\nresync 10\n", ":2:8: invalid TOML: Expected '=' after a key"),
+    ("[daemon]\n[daemon]\n", ":2:8: invalid TOML: Cannot declare ('daemon',) twice"),
+])
+def test_invalid_toml_is_one_line_with_its_position(tmp_path: Path, text: str,
+                                                    where: str) -> None:
+    (tmp_path / "monitors.toml").write_text(text)
+    with pytest.raises(errors.ConfigError) as caught:
+        settings.load(root=tmp_path, device="box")
+    assert str(caught.value).startswith(f"{tmp_path / 'monitors.toml'}{where}")
+    (tmp_path / "monitors.toml").write_bytes(b'a = "\xff"\n')
+    with pytest.raises(errors.ConfigError, match=r"monitors.toml: not UTF-8 \(byte 5\)$"):
+        settings.load(root=tmp_path, device="box")
