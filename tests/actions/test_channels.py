@@ -106,3 +106,14 @@ def test_channels_test_expands_and_redacts_the_environment(repo: Repo,
     assert r.exit_code == 1 and "(HTTP 500)" in r.stdout
     assert receiver.wait_for(1)[0].path == "/s3cr3t-path"
     assert "s3cr3t-path" not in r.output
+
+
+def test_cached_answers_report_the_same_and_a_broken_cache_is_ignored(repo: Repo) -> None:
+    repo.write("monitors.d/host.yml", GOOD)
+    (repo.root / "monitors.toml").write_text('[channels.phone]\nurl = "ntfi://x"\n')
+    first = run_cli(["lint"], repo=repo)
+    assert "unknown Apprise scheme 'ntfi' (did you mean 'ntfy'?) [channel-url]" in first.stdout
+    assert channels.cache_path().is_file()
+    assert run_cli(["lint"], repo=repo).stdout == first.stdout  # from the cache
+    channels.cache_path().write_text("{not json")
+    assert run_cli(["lint"], repo=repo).stdout == first.stdout

@@ -8,6 +8,7 @@ rules), importable without Jinja2.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -149,5 +150,12 @@ def test_lint_with_settings_and_fleet_loads_no_jsonschema_and_no_apprise(repo: R
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert p.stdout.strip().splitlines()[-1] == "0 []", p.stdout + p.stderr
     (repo.root / "monitors.toml").write_text('[channels.x]\nurl = "json://127.0.0.1:9/"\n')
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    env = {**os.environ, "XDG_CACHE_HOME": str(repo.root.parent / "cache")}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env=env)
     assert p.stdout.strip().splitlines()[-1] == "0 ['apprise']", p.stdout + p.stderr
+    # the answer is cached (by a digest of the URL): the next lint does not load Apprise
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env=env)
+    assert p.stdout.strip().splitlines()[-1] == "0 []", p.stdout + p.stderr
+    assert "127.0.0.1" not in (repo.root.parent / "cache/monitors/channel-urls.json").read_text()
