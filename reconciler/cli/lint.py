@@ -73,7 +73,7 @@ def command(ctx: click.Context, paths: tuple[Path, ...], fmt: str, as_json: bool
 
     settings = _settings(ctx, paths)
     check, problems = action_check(settings)
-    if check is not None and settings.toml.get("channels"):
+    if settings.toml.get("channels"):  # also beside other monitors.toml problems
         from reconciler.actions import channels
 
         problems += channels.url_problems(settings)

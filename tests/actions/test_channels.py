@@ -53,6 +53,14 @@ def test_lint_reports_a_bad_channel_url_at_its_position(repo: Repo) -> None:
     assert row["message"] == "unknown Apprise scheme 'foo'"
 
 
+def test_a_bad_url_is_reported_beside_other_settings_problems(repo: Repo) -> None:
+    repo.write("monitors.d/host.yml", GOOD)
+    (repo.root / "monitors.toml").write_text('devce = "x"\n[channels.phone]\nurl = "foo://bar"\n')
+    r = run_cli(["lint", "--format", "json"], repo=repo)
+    assert {(row["field"], row["rule"]) for row in json.loads(r.stdout)} == {
+        ("devce", "unknown-field"), ("channels.phone.url", "channel-url")}
+
+
 def _channel(repo: Repo, url: str) -> None:
     repo.write("monitors.d/host.yml", GOOD)
     (repo.root / "monitors.toml").write_text(
