@@ -49,7 +49,9 @@ class Settings:
         fleet_file: the fleet file (``fleet.yaml``); may not exist.
         device: this device's name.
         toml: the parsed ``monitors.toml`` (empty when absent); sections
-            ``agents``, ``routines``, ``channels``, ``system``, ``daemon``.
+            ``agents``, ``routines``, ``channels``, ``system``, ``daemon``. Not
+            validated here: ``config.settings_check`` checks it against
+            ``schemas/settings.schema.json`` (lint, plan and the daemon do).
     """
 
     root: Path
