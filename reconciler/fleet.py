@@ -5,13 +5,9 @@ which one is the interactive host. Read-only here; validated against
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from reconciler import errors
 from reconciler.model import DeviceName
@@ -51,42 +47,35 @@ class Fleet:
 
 def schema() -> dict[str, Any]:
     """The fleet file's JSON Schema (draft 2020-12) as a dict."""
-    text = resources.files("reconciler").joinpath("schemas/fleet.schema.json").read_text()
-    loaded: dict[str, Any] = json.loads(text)
-    return loaded
+    from reconciler.config import schemas
+
+    return schemas.document("fleet")
 
 
 def load(path: Path) -> Fleet:
     """Read and validate a fleet file; a missing file is an empty fleet.
 
-    Raises:
-        errors.ConfigError: ``path: field: message`` when the file is unreadable,
-            not YAML, or does not match the fleet schema, or names a device twice.
-    """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return Fleet()
-    except (OSError, UnicodeDecodeError) as e:
-        raise errors.ConfigError(f"{path}: cannot read fleet file: {e}") from e
-    try:
-        doc = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError as e:
-        raise errors.ConfigError(f"{path}: invalid YAML: {e}") from e
-    import jsonschema
+    Validation is ``config.settings_check.fleet_problems`` (the YAML reader and the
+    compiled schema validator that monitor files use), so the file has the same
+    checks with positions in ``monitors lint``.
 
-    validator = jsonschema.Draft202012Validator(schema())
-    problems = sorted(validator.iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
-    if problems:
-        first = problems[0]
-        where = ".".join(str(p) for p in first.absolute_path) or "(top)"
-        raise errors.ConfigError(f"{path}: {where}: {first.message}")
+    Raises:
+        errors.ConfigError: ``path:line:col: field: message`` for the first problem
+            (unreadable, not YAML, a duplicate key, a schema error such as an unknown
+            field with a did-you-mean, a device listed twice), naming how many more.
+    """
+    from reconciler.config import settings_check
+
+    if path.is_dir():
+        raise errors.ConfigError(f"{path}: cannot read fleet file: is a directory")
+    doc, problems = settings_check.read_fleet(path)
+    line = settings_check.summary(problems)
+    if line is not None:
+        raise errors.ConfigError(line)
+    if doc is None:
+        return Fleet()
     devices = tuple(
         Device(DeviceName(d["name"]), d.get("address"), bool(d.get("interactive", False)))
-        for d in doc["devices"]
+        for d in doc.data["devices"]
     )
-    names = [d.name for d in devices]
-    for name in names:
-        if names.count(name) > 1:
-            raise errors.ConfigError(f"{path}: devices: device {name!r} is listed twice")
     return Fleet(devices=devices, exists=True)

@@ -49,7 +49,9 @@ class Settings:
         fleet_file: the fleet file (``fleet.yaml``); may not exist.
         device: this device's name.
         toml: the parsed ``monitors.toml`` (empty when absent); sections
-            ``agents``, ``routines``, ``channels``, ``system``, ``daemon``.
+            ``agents``, ``routines``, ``channels``, ``system``, ``daemon``. Not
+            validated here: ``config.settings_check`` checks it against
+            ``schemas/settings.schema.json`` (lint, plan and the daemon do).
     """
 
     root: Path
@@ -91,8 +93,19 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise errors.ConfigError(f"{path}: cannot read: {e.strerror}") from e
     try:
         return tomllib.loads(data.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise errors.ConfigError(f"{path}: invalid TOML: {e}") from e
+    except UnicodeDecodeError as e:
+        raise errors.ConfigError(f"{path}: not UTF-8 (byte {e.start})") from e
+    except tomllib.TOMLDecodeError as e:
+        # tomllib (3.11-3.13) puts the position in the message: "... (at line 3, column 5)"
+        message = str(e)
+        at = _TOML_AT.search(message)
+        if at is None:
+            raise errors.ConfigError(f"{path}: invalid TOML: {message}") from e
+        raise errors.ConfigError(f"{path}:{at.group(1)}:{at.group(2)}: invalid TOML: "
+                                 f"{message[:at.start()].rstrip()}") from e
+
+
+_TOML_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
 
 
 def load(

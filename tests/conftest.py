@@ -47,6 +47,13 @@ class Repo:
         return path
 
 
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory: pytest.TempPathFactory,
+                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Caches (lint's channel-URL answers) go to the session's temp dir, never ~/.cache."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "xdg-cache"))
+
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Repo:
     """An empty monitors repository in a temp dir."""

@@ -103,6 +103,12 @@ def test_schema_command_prints_schemas() -> None:
     assert r.exit_code == 0 and json.loads(r.stdout)["title"] == "monitor"
     r = run_cli(["schema", "--overlay"])
     assert r.exit_code == 0 and json.loads(r.stdout)["title"] == "overlay"
+    r = run_cli(["schema", "--settings"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["title"] == "monitors.toml"
+    r = run_cli(["schema", "--fleet"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["title"] == "fleet"
+    r = run_cli(["schema", "--fleet", "--settings"])
+    assert r.exit_code == 1 and "at most one of" in r.stderr
 
 
 def _env() -> dict[str, str]:
@@ -202,7 +208,8 @@ def test_invalid_monitors_toml_sections_are_one_problem(repo: Repo) -> None:
     (repo.root / "monitors.toml").write_text('[agents.x]\nargv = "not a list"\n')
     r = run_cli(["lint"], repo=repo)
     assert r.exit_code == 1
-    assert "monitors.toml:1:1: error: " in r.stdout and "[settings]" in r.stdout
+    assert ("monitors.toml:2:8: error: agents.x.argv: expected list, got string: "
+            "'not a list' [schema]") in r.stdout
 
 
 def test_unknown_template_variable(repo: Repo) -> None:
@@ -226,7 +233,10 @@ def test_pre_commit_hook_definition() -> None:
     pattern = re.compile(hook["files"])
     assert pattern.search("monitors.d/ci-red.yml") and pattern.search("system/disk.yaml")
     assert pattern.search("monitors.d/overlays/ci-red.yml")
+    assert pattern.search("monitors.toml") and pattern.search("fleet.yaml")
+    assert set(hook["types_or"]) == {"yaml", "toml"} and "types" not in hook
     assert not pattern.search("tests/examples/valid/ci-red.yml")
+    assert not pattern.search("pyproject.toml") and not pattern.search("x/monitors.toml")
 
 
 def test_a_root_without_a_user_layer_is_an_error(tmp_path: Path) -> None:
@@ -279,3 +289,43 @@ def test_linting_paths_does_not_report_missing_layers(tmp_path: Path) -> None:
     (root / "monitors.toml").write_text('[layers]\nsystem = "nope.d"\n')
     r = run_cli(["--root", str(root), "lint", str(path)])
     assert r.exit_code == 0, r.output
+
+
+def test_monitors_toml_typos_are_reported_with_positions(repo: Repo) -> None:
+    repo.write("monitors.d/host.yml", GOOD)
+    (repo.root / "monitors.toml").write_text(
+        'devce = "x"\n[daemon]\nresyncc = "10s"\n[agentz.foo]\nargv = ["a"]\n')
+    r = run_cli(["lint"], repo=repo)
+    assert r.exit_code == 1
+    lines = [line.split("monitors.toml:", 1)[1] for line in r.stdout.splitlines()
+             if "monitors.toml:" in line]
+    assert lines == [
+        "1:1: error: devce: unknown field 'devce' (did you mean 'device'?) [unknown-field]",
+        "3:1: error: daemon.resyncc: unknown field 'resyncc' (did you mean 'resync'?) "
+        "[unknown-field]",
+        "4:2: error: agentz: unknown field 'agentz' (did you mean 'agents'?) [unknown-field]",
+    ]
+
+
+def test_fleet_file_is_linted_even_when_no_monitor_names_a_device(repo: Repo) -> None:
+    repo.write("monitors.d/host.yml", GOOD)
+    repo.write("fleet.yaml", "devices:\n  - name: a\n    adress: 'h:1'\n")
+    r = run_cli(["lint", "--format", "json"], repo=repo)
+    assert r.exit_code == 1
+    [row] = json.loads(r.stdout)
+    assert (Path(row["file"]).name, row["line"], row["column"], row["field"], row["rule"]) == (
+        "fleet.yaml", 3, 5, "devices.0.adress", "unknown-field")
+    assert "did you mean 'address'?" in row["message"]
+
+
+def test_settings_files_given_as_paths_are_checked_not_linted_as_monitors(repo: Repo) -> None:
+    """pre-commit passes monitors.toml and fleet.yaml when they change."""
+    repo.write("monitors.d/host.yml", GOOD)
+    repo.write("fleet.yaml", "devices:\n  - name: a\n")
+    (repo.root / "monitors.toml").write_text("[daemon]\nresync = '1m'\n")
+    r = run_cli(["lint", str(repo.root / "monitors.toml"), str(repo.root / "fleet.yaml")],
+                repo=repo)
+    assert r.exit_code == 0, r.output
+    (repo.root / "monitors.toml").write_text("[daemon]\nresyncc = '1m'\n")
+    r = run_cli(["lint", str(repo.root / "monitors.toml")], repo=repo)
+    assert r.exit_code == 1 and "daemon.resyncc: unknown field" in r.stdout

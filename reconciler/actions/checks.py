@@ -102,29 +102,52 @@ def bound(cfg: Settings) -> tuple[Callable[[Mapping[str, Any]], list[tuple[str, 
 
     ``references`` bound to the parsed monitors.toml: agent, routine and channel names
     must be defined, a run needs an agent or a usable command. Templates are checked by
-    ``config.semantic`` (without Jinja2 unless a template needs it), not here. Pure
-    apart from reading ``cfg.toml``.
+    ``config.semantic`` (without Jinja2 unless a template needs it), not here. Reads
+    ``cfg.toml`` (and, only when it has problems, monitors.toml's text for positions).
 
     Returns:
         ``(check, [])`` with a picklable check for ``config.loader.load(action_check=)``,
-        or ``(None, [problem])`` when monitors.toml's agents, routines, channels or
-        owner are invalid: one ``settings`` error naming ``<root>/monitors.toml``
-        (names are not checked then); or one ``unsafe-permissions`` error when it
-        defines agents or routines and another user could have written it
-        (``config.trust``).
+        or ``(None, problems)`` when monitors.toml is invalid: its schema problems
+        (``config.settings_check.settings_problems``: unknown keys with a did-you-mean,
+        wrong types, bad durations) at their ``line:col``, else the one ``settings``
+        error of its agents, routines, channels or owner (``options.parse``) at its
+        field (names are not checked then).
+        Only one ``unsafe-permissions`` error, before any of these, when monitors.toml defines agents
+        or routines and another user could have written it (``config.trust``).
     """
     import functools
 
     from reconciler import errors, settings
     from reconciler.actions import options
-    from reconciler.config import problems, trust
+    from reconciler.config import problems, settings_check, trust
 
     path = cfg.root / settings.SETTINGS_FILE
     unsafe = trust.settings_problem(cfg.toml, path, root=cfg.root)
     if unsafe:
         return None, [problems.error(str(path), 1, 1, "", unsafe, trust.RULE)]
+    found = settings_check.settings_problems(cfg)
+    if found:
+        return None, found
     try:
         config = options.parse(cfg.toml)
+    except options.SettingsError as e:
+        return None, [settings_check.at_field(cfg, e.field, e.detail)]
     except errors.ConfigError as e:
-        return None, [problems.error(str(path), 1, 1, "", str(e), "settings")]
+        return None, [settings_check.at_field(cfg, "", str(e))]
     return functools.partial(references, config=config), []
+
+
+def require_valid(cfg: Settings) -> None:
+    """Refuse an invalid monitors.toml (``bound``'s problems) in one line.
+
+    Raises:
+        errors.ConfigError: ``monitors.toml:3:1: daemon.resyncc: unknown field
+            'resyncc' (did you mean 'resync'?)``, naming how many more problems there are.
+    """
+    from reconciler import errors
+    from reconciler.config import settings_check
+
+    _, found = bound(cfg)
+    line = settings_check.summary(found)
+    if line is not None:
+        raise errors.ConfigError(line)

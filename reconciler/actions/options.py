@@ -106,8 +106,23 @@ class ActionsConfig:
     owner_channels: tuple[str, ...] = (LOG_CHANNEL,)
 
 
-def _fail(where: str, message: str) -> errors.ConfigError:
-    return errors.ConfigError(f"monitors.toml: {where}: {message}")
+class SettingsError(errors.ConfigError):
+    """``monitors.toml: field: message``, with the field and message kept apart so
+    that lint can point at the field's line (``config.settings_check.at_field``).
+
+    Attributes:
+        field: the dotted field (``channels.phone.maxAttempts``).
+        detail: what is wrong with it.
+    """
+
+    def __init__(self, field: str, detail: str) -> None:
+        super().__init__(f"monitors.toml: {field}: {detail}")
+        self.field = field
+        self.detail = detail
+
+
+def _fail(where: str, message: str) -> SettingsError:
+    return SettingsError(where, message)
 
 
 def _table(toml: Mapping[str, Any], key: str) -> Mapping[str, Any]:

@@ -63,14 +63,20 @@ def command(ctx: click.Context, paths: tuple[Path, ...], fmt: str, as_json: bool
 
     With no PATH, lints the configured layers (system/, monitors.d/ and
     monitors.d/overlays/). With PATHs (files or directories), lints those, with
-    the layers as context for cross-file checks. Exit 0 when clean (warnings
-    allowed), 1 on errors (or on warnings with --strict).
+    the layers as context for cross-file checks. monitors.toml (its schema, its
+    channel URLs, parsed by Apprise without sending) and the fleet file are
+    checked every time. Exit 0 when clean (warnings allowed), 1 on errors (or on
+    warnings with --strict).
     """
     from reconciler.config import lint
     from reconciler.render import problems as render
 
     settings = _settings(ctx, paths)
     check, problems = action_check(settings)
+    if settings.toml.get("channels"):  # also beside other monitors.toml problems
+        from reconciler.actions import channels
+
+        problems += channels.url_problems(settings)
     report = lint.run(settings, list(paths) or None, action_check=check)
     report.problems = sorted(report.problems + problems)
     fmt = "json" if as_json else fmt

@@ -16,7 +16,7 @@ from reconciler import errors, settings
 # command name -> module under reconciler.cli (each exposes ``command``).
 COMMANDS: dict[str, tuple[str, str]] = {
     "lint": ("lint", "Validate monitor and overlay files (CI and pre-commit)."),
-    "schema": ("schema", "Print the monitor or overlay JSON Schema (for editors)."),
+    "schema": ("schema", "Print a JSON Schema: monitor, overlay, settings, fleet (editors)."),
     "test": ("test_cmd", "Evaluate one monitor once: observation, would-fire, event."),
     "plan": ("plan", "Show what a reconcile would start, stop, replace and update."),
     "apply": ("apply", "Apply a plan: hand the change to the daemon and wait for first polls."),
@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "unpin": ("overlay_cmds", "Remove a monitor's pin overlay."),
     "layers": ("layers", "Show every built-in and what the user layer does to it."),
     "system": ("system", "Manage the pull-only system layer (pull, status)."),
+    "channels": ("channels", "Send a test message through a notify channel."),
 }
 
 

@@ -10,6 +10,10 @@ Linting the layers also checks that they exist (``layer_problems``): a missing
 user layer, or a layer directory that monitors.toml's ``[layers]`` names, is an
 error (``missing-layer``), so a wrong path cannot lint clean with nothing in it.
 An existing but empty layer is fine.
+
+The fleet file is checked against its schema every time (``settings_check``), and
+so is monitors.toml, by the caller's ``action_check`` (``actions.checks.bound``);
+given as paths (pre-commit), they are not linted as monitor files.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from reconciler.config import loader, repochecks
+from reconciler.config import loader, repochecks, settings_check
 from reconciler.config import problems as P
 from reconciler.config.problems import Problem
 from reconciler.settings import SETTINGS_FILE, USER_DIR, Settings
@@ -126,12 +130,19 @@ def layer_problems(settings: Settings) -> list[Problem]:
 
 def _run(settings: Settings, paths: Sequence[Path] | None, *, now: datetime | None,
          action_check: loader.ActionCheck | None) -> LintReport:
+    fleet = settings_check.fleet_problems(settings.fleet_file)
     if not paths:
         result = loader.load(settings, now=now, jobs=None, action_check=action_check)
         extra = [*repochecks.ignored_entries(settings), *repochecks.system_modified(settings),
                  *repochecks.unknown_devices(settings, result.monitors),
-                 *layer_problems(settings)]
+                 *layer_problems(settings), *fleet]
         return LintReport(sorted([*result.problems, *extra]), result.files)
+    # monitors.toml and the fleet file are checked whatever the paths (the caller adds
+    # monitors.toml's problems, this adds the fleet's): never lint them as monitors
+    own = {os.path.abspath(settings.root / SETTINGS_FILE), os.path.abspath(settings.fleet_file)}
+    paths = [p for p in paths if os.path.abspath(p) not in own]
+    if not paths:
+        return LintReport(sorted(fleet), 0)
     missing = [p for p in paths if not os.path.lexists(p)]
     present = [p for p in paths if os.path.lexists(p)]
     wanted = {f for f, _ in loader.collect(settings, present)}
@@ -144,4 +155,4 @@ def _run(settings: Settings, paths: Sequence[Path] | None, *, now: datetime | No
     problems += [P.error(str(p), 1, 1, "", "no such file or directory", "unreadable")
                  for p in missing]
     count = sum(1 for f, kind in result.checked if f in wanted and kind != "overlay")
-    return LintReport(sorted(problems), count)
+    return LintReport(sorted([*problems, *fleet]), count)

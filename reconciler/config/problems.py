@@ -32,7 +32,8 @@ RULES: dict[str, str] = {
     "unknown-field": "a field the schema does not know (with a did-you-mean suggestion)",
     "bad-filename": "the file name is not a valid monitor name (<name>.yml)",
     "name-mismatch": "`name` (or an overlay's `monitor`) differs from the file stem",
-    "duplicate-name": "two files in one layer define the same monitor (or overlay)",
+    "duplicate-name": "two files in one layer define the same monitor (or overlay), or the "
+                      "fleet file lists a device twice",
     "duplicate-fingerprint": "two monitors watch, decide and do the same thing",
     "bad-regex": "a regex (match, dedupeKey, ignore) does not compile with Python re",
     "bad-duration": "a duration does not parse (500ms, 30s, 5m, 8h, 1d or integer seconds)",
@@ -42,6 +43,8 @@ RULES: dict[str, str] = {
     "unknown-reference": "an agent, routine or channel that monitors.toml does not define",
     "bad-command": "a run command's argv template is unusable (e.g. {prompt} inside an element)",
     "settings": "monitors.toml itself is invalid (agents, routines, channels)",
+    "channel-url": "a channel's URL is not one Apprise accepts (checked without sending; "
+                   "${NAME} parts stand in as placeholders)",
     "bad-until": "an overlay's pause.until is not an ISO-8601 date-time with a time zone",
     "overlay-orphan": "an overlay names a monitor that no layer defines",
     "overlay-expired": "an overlay's pause has expired (the monitor runs again)",

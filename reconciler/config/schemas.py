@@ -18,7 +18,8 @@ from typing import Any, Literal
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
 
-Kind = Literal["monitor", "overlay", "fleet"]
+Kind = Literal["monitor", "overlay", "fleet", "settings"]
+"""``settings`` is ``monitors.toml``; the fleet file is ``fleet``."""
 
 
 def path(kind: Kind) -> Path:

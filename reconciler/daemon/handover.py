@@ -78,7 +78,7 @@ def current_plan(cfg: settings.Settings, *, allow_mass_stop: bool = False) -> pl
 def settings_error_line(message: str) -> str:
     """One line for an invalid monitors.toml: the message (it names ``monitors.toml``)
     and that nothing can be planned or applied until it is fixed."""
-    named = message if message.startswith(settings.SETTINGS_FILE) else \
+    named = message if settings.SETTINGS_FILE in message.partition(": ")[0] else \
         f"{settings.SETTINGS_FILE}: {message}"
     return f"{named} (the daemon does not start with an invalid {settings.SETTINGS_FILE}; fix it)"
 

@@ -137,8 +137,12 @@ class Daemon:
             errors.LockedError: another daemon holds this state directory.
             errors.StateError: ``running.json`` is from a newer version, or the state
                 directory cannot be written (read-only, not a directory, full).
-            errors.ConfigError: ``monitors.toml`` action sections or the fleet are invalid.
+            errors.ConfigError: ``monitors.toml`` (``actions.checks.require_valid``) or
+                the fleet file is invalid.
         """
+        from reconciler.actions import checks
+
+        checks.require_valid(self.cfg)  # one line naming the first problem, before the lock
         with client.state_errors(self.cfg.state_dir):
             self.lock.acquire()
             try:

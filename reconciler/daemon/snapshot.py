@@ -44,9 +44,9 @@ class Snapshot:
         commit, dirty: the repository revision (None outside a git checkout).
         placements: name -> placement decision for every valid monitor.
         error_files: the files with at least one error-severity problem, sorted.
-        settings_error: why monitors.toml's agents, routines, channels or owner are
-            invalid (``monitors.toml: owner.channels: ...``), or None. Action names
-            are not checked then.
+        settings_error: why monitors.toml is invalid, one line naming its first
+            problem (``monitors.toml:3:1: daemon.resyncc: unknown field ...``), or None.
+            Action names are not checked then.
         next_pause_expiry: the earliest pause ``until`` still in the future among the
             loaded overlays, as Unix seconds, or None (the daemon reconciles then).
     """
@@ -283,6 +283,7 @@ def read(
         errors.ConfigError: the fleet file or settings are unusable.
     """
     from reconciler.config import lint
+    from reconciler.config import settings_check as _settings_check
 
     check, settings_problems = action_check(cfg)
     result = loader(cfg) if loader is not None else _load(cfg, check)
@@ -312,7 +313,7 @@ def read(
         placements=placements,
         error_files=tuple(sorted({str(p.file) for p in problems
                                   if str(p.severity) == "error"})),
-        settings_error=settings_problems[0].message if settings_problems else None,
+        settings_error=_settings_check.summary(settings_problems),
         next_pause_expiry=next_pause_expiry(result),
     )
 

@@ -329,7 +329,8 @@ def test_invalid_monitors_toml_is_refused_like_lint(repo: Repo) -> None:
     r = run_cli(["add", "a1", "--poll", "echo a", "1m", "--run", "claude", "--prompt", "x"],
                 repo=repo)
     assert r.exit_code == 1, r.output
-    assert re.search(r"monitors\.toml:1:1: error: .*\[settings\]$", r.stderr, re.M), r.stderr
+    assert re.search(r"monitors\.toml:2:1: error: agents\.claude\.command: unknown field "
+                     r"'command'.*\[unknown-field\]$", r.stderr, re.M), r.stderr
     assert tree_snapshot(repo.root) == before
     assert run_cli(["lint"], repo=repo).exit_code == 1  # lint says the same
 

@@ -8,6 +8,7 @@ rules), importable without Jinja2.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -130,3 +131,31 @@ def test_scalar_resolution_matches_pyyaml(text: str) -> None:
                 kind, None, (True, False))  # type: ignore[no-untyped-call]
     finally:
         loader.dispose()
+
+
+def test_lint_with_settings_and_fleet_loads_no_jsonschema_and_no_apprise(repo: Repo) -> None:
+    """monitors.toml and fleet.yaml are checked by the compiled validator; Apprise is
+    imported only when a channel is configured."""
+    (repo.root / "monitors.toml").write_text('[daemon]\nresync = "30s"\n')
+    repo.write("fleet.yaml", "devices:\n  - {name: test-box, interactive: true}\n")
+    repo.write("monitors.d/host.yml", "source: {type: file, path: /etc/hostname}\n"
+                                      "action: {type: notify}\ndevice: test-box\n")
+    code = (
+        "import sys\n"
+        "from reconciler.cli import main\n"
+        f"rc = main.run(['--root', {str(repo.root)!r}, 'lint'])\n"
+        "heavy = {'jsonschema', 'apprise'}\n"
+        "print(rc, sorted({m.split('.')[0] for m in sys.modules} & heavy))\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.stdout.strip().splitlines()[-1] == "0 []", p.stdout + p.stderr
+    (repo.root / "monitors.toml").write_text('[channels.x]\nurl = "json://127.0.0.1:9/"\n')
+    env = {**os.environ, "XDG_CACHE_HOME": str(repo.root.parent / "cache")}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env=env)
+    assert p.stdout.strip().splitlines()[-1] == "0 ['apprise']", p.stdout + p.stderr
+    # the answer is cached (by a digest of the URL): the next lint does not load Apprise
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env=env)
+    assert p.stdout.strip().splitlines()[-1] == "0 []", p.stdout + p.stderr
+    assert "127.0.0.1" not in (repo.root.parent / "cache/monitors/channel-urls.json").read_text()

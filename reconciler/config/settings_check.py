@@ -1,0 +1,127 @@
+"""``monitors.toml`` and the fleet file against their JSON Schemas, with positions.
+
+Both files used to be read with ``.get()``, so ``devce = "x"``, ``[daemon] resyncc``
+or ``adress:`` in the fleet file passed in silence. Here each is validated against
+its shipped schema (``schemas/settings.schema.json``, ``schemas/fleet.schema.json``;
+draft 2020-12, ``additionalProperties: false``) by the same compiled validator and
+the same error translation as monitor files (``validate.check``): one ``Problem``
+per finding at the key's or value's ``line:col``, unknown keys with a did-you-mean.
+
+* ``settings_problems(cfg)``: ``cfg.toml`` (what this invocation runs with) against
+  the settings schema. A valid file costs one compiled validation; only when it has
+  problems is the text read again and scanned for positions (``tomlpos``), and only
+  if it still parses to the same table (else every problem is at 1:1).
+* ``fleet_problems(path)``: the fleet file read with ``yamlload`` (positions,
+  duplicate keys, YAML 1.1 surprises) against the fleet schema, plus device names
+  listed twice. ``reconciler.fleet.load`` raises the first of them.
+* ``summary(problems)``: one line for commands that refuse an invalid file.
+
+Used by ``monitors lint`` (every problem), ``plan`` and the daemon (through
+``actions.checks.bound``: an invalid monitors.toml makes no plan and starts no
+daemon). Reads files only; never writes. No ``jsonschema`` (pure Python) import.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterable
+from pathlib import Path
+
+from reconciler.config import loader, schemas, tomlpos, validate, yamlload
+from reconciler.config import problems as P
+from reconciler.config.problems import Problem
+from reconciler.settings import SETTINGS_FILE, Settings
+
+
+def settings_document(cfg: Settings) -> yamlload.Document:
+    """``cfg.toml`` as a positioned document (positions from the file on disk when it
+    still parses to ``cfg.toml``, else all 1:1)."""
+    path = cfg.root / SETTINGS_FILE
+    text: str | None
+    try:
+        text = path.read_text(encoding="utf-8")
+        if tomllib.loads(text) != dict(cfg.toml):
+            text = None  # edited since it was read: its positions would mislead
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        text = None
+    return tomlpos.document(cfg.toml, text, file=loader.display(path))
+
+
+def settings_problems(cfg: Settings) -> list[Problem]:
+    """Schema problems of ``cfg.toml`` (``schemas/settings.schema.json``), sorted.
+
+    Empty when ``monitors.toml`` is valid or absent. Rules: ``unknown-field`` (with a
+    did-you-mean), ``schema``, ``bad-duration``. Never raises on bad input.
+    """
+    if not cfg.toml or schemas.validator("settings").is_valid(tomlpos.plain(cfg.toml)):
+        return []
+    return sorted(validate.check(settings_document(cfg), kind="settings"))
+
+
+def at_field(cfg: Settings, field: str, message: str, rule: str = "settings", *,
+             key: bool = True) -> Problem:
+    """An error about ``field`` (dotted: ``channels.phone.url``) of monitors.toml, at
+    that key's position (its value's with ``key=False``; its deepest existing
+    parent's when the key is absent)."""
+    doc = settings_document(cfg)
+    path = tuple(field.split(".")) if field else ()
+    line, col = doc.position(path, key=key)
+    return P.error(doc.file, line, col, field, message, rule)
+
+
+def fleet_problems(path: Path) -> list[Problem]:
+    """Problems of the fleet file at ``path`` (none when it does not exist), sorted:
+    see ``read_fleet``. Never raises."""
+    return read_fleet(path)[1]
+
+
+def read_fleet(path: Path) -> tuple[yamlload.Document | None, list[Problem]]:
+    """Read the fleet file at ``path``: ``(document, problems)``; ``(None, [])`` when
+    it does not exist. Never raises.
+
+    File-level problems come from ``yamlload`` (unreadable, syntax, duplicate keys,
+    tags...; then no document), then the fleet schema (``schema``, ``unknown-field``),
+    then a device listed twice (``duplicate-name``, at the second entry).
+    """
+    if not path.is_file() and not path.is_symlink():
+        return None, []
+    doc, found = yamlload.load(path, file=loader.display(path))
+    if doc is None:
+        return None, sorted(found)
+    found += validate.check(doc, kind="fleet")
+    found += _duplicate_devices(doc)
+    return doc, sorted(found)
+
+
+def _duplicate_devices(doc: yamlload.Document) -> list[Problem]:
+    devices = doc.data.get("devices")
+    if not isinstance(devices, list):
+        return []
+    first: dict[str, int] = {}
+    out: list[Problem] = []
+    for i, device in enumerate(devices):
+        name = device.get("name") if isinstance(device, dict) else None
+        if not isinstance(name, str):
+            continue
+        if name in first:
+            line, col = doc.position(("devices", i, "name"))
+            was, _ = doc.position(("devices", first[name], "name"))
+            out.append(P.error(doc.file, line, col, f"devices.{i}.name",
+                               f"device {name!r} is listed twice (first at line {was})",
+                               "duplicate-name"))
+        else:
+            first[name] = i
+    return out
+
+
+def summary(problems: Iterable[Problem]) -> str | None:
+    """One line for the first error among ``problems``: ``file:line:col: field: message``,
+    plus how many more there are; None when there is no error."""
+    found = sorted(p for p in problems if str(p.severity) == "error")
+    if not found:
+        return None
+    first = found[0]
+    where = f"{first.field}: " if first.field else ""
+    more = (f" (and {len(found) - 1} more; `monitors lint` lists them)"
+            if len(found) > 1 else "")
+    return f"{first.file}:{first.line}:{first.col}: {where}{first.message}{more}"
