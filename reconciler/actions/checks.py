@@ -112,8 +112,9 @@ def bound(cfg: Settings) -> tuple[Callable[[Mapping[str, Any]], list[tuple[str, 
         wrong types, bad durations) at their ``line:col``, else the one ``settings``
         error of its agents, routines, channels or owner (``options.parse``) at its
         field (names are not checked then).
-        Only one ``unsafe-permissions`` error, before any of these, when monitors.toml defines agents
-        or routines and another user could have written it (``config.trust``).
+        Before any of these: only one ``unsafe-permissions`` error when monitors.toml
+        defines agents or routines and another user could have written it
+        (``config.trust``).
     """
     import functools
 
