@@ -24,7 +24,8 @@ from typing import Any
 
 import click
 
-from reconciler import durations, errors
+from reconciler import errors
+from reconciler.cli import params
 
 STATUS_STYLE = {"ok": "green", "stopped": "green", "updated": "green", "failed": "red",
                 "pending": "yellow", "error": "red"}
@@ -119,18 +120,12 @@ def apply_now(ctx_obj: Any, *, wait: float, yes: bool = True, plan_file: Path | 
     return errors.ExitCode.OK if report.ok and not bad else errors.ExitCode.ERROR
 
 
-def _duration(_: click.Context, __: click.Parameter, value: str) -> float:
-    try:
-        return durations.parse(value)
-    except ValueError as e:
-        raise click.BadParameter(str(e)) from e
-
-
 @click.command("apply")
 @click.argument("planfile", required=False, type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--yes", "-y", is_flag=True,
               help="Do not ask for confirmation (required without a terminal or with --json).")
-@click.option("--wait", default="30s", show_default=True, callback=_duration,
+@click.option("--wait", default="30s", show_default=True, type=params.DURATION,
+              metavar="DURATION",
               help="How long to wait for the first poll of started monitors.")
 @click.option("--allow-mass-stop", is_flag=True,
               help="Apply even when the plan stops more than half (or all) running monitors.")

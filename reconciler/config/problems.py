@@ -35,14 +35,16 @@ RULES: dict[str, str] = {
     "duplicate-name": "two files in one layer define the same monitor (or overlay)",
     "duplicate-fingerprint": "two monitors watch, decide and do the same thing",
     "bad-regex": "a regex (match, dedupeKey, ignore) does not compile with Python re",
-    "bad-duration": "a duration does not parse (500ms, 30s, 5m, 8h, 1d or integer seconds)",
+    "bad-duration": "a duration does not parse (500ms, 30s, 5m, 8h, 1d or integer seconds) "
+                    "or is longer than 3650d",
     "interval-range": "an interval outside 500ms..7d",
     "bad-template": "a Jinja2 template (prompt, message) does not parse or names an unknown "
                     "variable",
     "unknown-reference": "an agent, routine or channel that monitors.toml does not define",
     "bad-command": "a run command's argv template is unusable (e.g. {prompt} inside an element)",
     "settings": "monitors.toml itself is invalid (agents, routines, channels)",
-    "bad-until": "an overlay's pause.until is not an ISO-8601 date-time with a time zone",
+    "bad-until": "an overlay's pause.until is not an ISO-8601 date-time with a time zone, "
+                 "or is later than 9000-01-01T00:00:00Z",
     "overlay-orphan": "an overlay names a monitor that no layer defines",
     "overlay-expired": "an overlay's pause has expired (the monitor runs again)",
     "shadowed-redundant": "a user monitor repeats the built-in it shadows (delete it)",
