@@ -79,7 +79,9 @@ def apply_now(ctx_obj: Any, *, wait: float, yes: bool = True, plan_file: Path | 
     from reconciler.daemon import handover
 
     cfg = ctx_obj.settings()
-    color = not no_color and sys.stdout.isatty()
+    from reconciler.render import style
+
+    color = style.enabled(sys.stdout, no_color=no_color)
     confirm: Callable[[Any], bool] | None = None
     if yes:
         confirm = None
@@ -110,8 +112,7 @@ def apply_now(ctx_obj: Any, *, wait: float, yes: bool = True, plan_file: Path | 
         return errors.ExitCode.ERROR if bad else errors.ExitCode.OK
     width = max(len(m.name) for m in report.monitors)
     for m in report.monitors:
-        mark = click.style(f"{m.status:<8}", fg=STATUS_STYLE.get(m.status)) if color \
-            else f"{m.status:<8}"
+        mark = style.paint(f"{m.status:<8}", color, fg=STATUS_STYLE.get(m.status))
         click.echo(f"  {mark} {m.name:<{width}}  {m.action}: {m.detail}", color=color)
     ok = sum(1 for m in report.monitors if m.status in ("ok", "stopped", "updated"))
     click.echo(render.errors_text(report.plan, color=color), nl=False, color=color)
@@ -130,7 +131,8 @@ def apply_now(ctx_obj: Any, *, wait: float, yes: bool = True, plan_file: Path | 
 @click.option("--allow-mass-stop", is_flag=True,
               help="Apply even when the plan stops more than half (or all) running monitors.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option("--no-color", is_flag=True, help="No ANSI colours.")
+@click.option("--no-color", is_flag=True, help="No ANSI colours (also NO_COLOR=1 or TERM=dumb; "
+              "FORCE_COLOR=1 colours off a terminal).")
 @click.pass_context
 def command(ctx: click.Context, planfile: Path | None, yes: bool, wait: float,
             allow_mass_stop: bool, as_json: bool, no_color: bool) -> int:
