@@ -13,7 +13,8 @@ Text, one block per change, symbol first, per-field changes indented below::
     Plan: 1 to start, 1 to replace, 1 to update, 1 to stop, 12 unchanged.
 
 Colour (ANSI) only when ``color`` is True; the CLI decides (``style.enabled``:
-``--no-color``, NO_COLOR, FORCE_COLOR, TERM=dumb, a terminal). Renderers never compute: every word comes from the plan.
+``--no-color``, NO_COLOR, FORCE_COLOR, TERM=dumb, a terminal). Renderers never
+compute: every word comes from the plan.
 """
 
 from __future__ import annotations
