@@ -16,6 +16,7 @@ from reconciler.cli import params
 
 # command name -> module under reconciler.cli (each exposes ``command``).
 COMMANDS: dict[str, tuple[str, str]] = {
+    "init": ("init", "Scaffold a monitors repository: example monitor, CI, pre-commit."),
     "lint": ("lint", "Validate monitor and overlay files (CI and pre-commit)."),
     "schema": ("schema", "Print the monitor or overlay JSON Schema (for editors)."),
     "test": ("test_cmd", "Evaluate one monitor once: observation, would-fire, event."),
