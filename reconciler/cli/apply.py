@@ -105,6 +105,8 @@ class _Shown:
         if p.step is Step.STARTED:
             return (f"Interrupted: {who} was started and runs the monitors of the "
                     f"repository. {look}")
+        if p.step is Step.HANDING:
+            return f"Interrupted while handing the change to {who}; it may apply it. {look}"
         pending = f" (first poll still pending: {_names(p.pending)})" if p.pending else ""
         return f"Interrupted: {who} keeps running and applies the change{pending}. {look}"
 

@@ -159,6 +159,7 @@ class Step(enum.StrEnum):
     PLANNED = "planned"      # the plan is made and checked; nothing changed yet
     STARTING = "starting"    # no daemon runs: starting one
     STARTED = "started"      # a daemon was started (``pid``); it runs the repository
+    HANDING = "handing"      # the change is being handed to the daemon (``pid``)
     HANDED = "handed"        # the daemon has the change (``pid``); ``pending`` to wait for
     PENDING = "pending"      # ``pending`` still have no first poll after ``elapsed`` s
 
@@ -170,7 +171,7 @@ class Progress:
     Attributes:
         step: which step.
         plan: the plan being applied.
-        pid: the daemon's pid (``STARTED``, ``HANDED``, ``PENDING``) when known.
+        pid: the daemon's pid (``PLANNED`` when one runs, and every later step) when known.
         pending: monitors whose first poll is awaited (``HANDED``, ``PENDING``).
         elapsed: seconds spent waiting for first polls so far.
         wait: the most seconds that will be spent waiting.
@@ -244,6 +245,7 @@ def apply(
     pid = running.get("pid") if running else report.started_daemon
     waited = [c.name for c in plan.changes
               if c.action in (Action.START, Action.REPLACE, Action.RENAME)]
+    tell(Step.HANDING, pid=pid)
     reply = client.request(cfg.state_dir, "reconcile", timeout=REQUEST_SLACK, wait=0,
                            names=waited, allowMassStop=allow_mass_stop)
     report.generation = reply.get("generation")
