@@ -3,10 +3,16 @@
 The accepted grammar is one integer followed by an optional unit (``ms``, ``s``,
 ``m``, ``h``, ``d``, ``w``); a bare integer (YAML int or digit string) is seconds.
 Compound forms (``1h30m``) are accepted too, as in Go's ``time.ParseDuration``.
+
+Bounds live here, and only here, so the CLI and the files agree: no duration is
+longer than ``MAX_SECONDS`` (3650d, about ten years) and no point in time (a
+pause's ``until``) is later than ``LATEST``. Past them, timers, socket timeouts and
+date arithmetic overflow (``OverflowError``) long before anyone could mean it.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 
 _UNITS: dict[str, float] = {
@@ -17,11 +23,20 @@ _UNITS: dict[str, float] = {
     "d": 86400.0,
     "w": 604800.0,
 }
-_PART = re.compile(r"(\d+)(ms|s|m|h|d|w)")
-_WHOLE = re.compile(r"(?:\d+(?:ms|s|m|h|d|w))+")
+_PART = re.compile(r"([0-9]+)(ms|s|m|h|d|w)")
+_WHOLE = re.compile(r"(?:[0-9]+(?:ms|s|m|h|d|w))+")
 
 MIN_INTERVAL = 0.5
 MAX_INTERVAL = 7 * 86400.0
+MAX_SECONDS = 3650 * 86400.0
+"""The longest duration accepted anywhere (``3650d``): flags and files alike."""
+LATEST = dt.datetime(9000, 1, 1, tzinfo=dt.UTC)
+"""The latest point in time accepted anywhere (a pause's ``until``)."""
+_MAX_DIGITS = 20  # more digits than any duration under MAX_SECONDS in ms
+
+
+class OutOfRange(ValueError):
+    """A well-formed duration or time past its bound (``MAX_SECONDS``, ``LATEST``)."""
 
 
 def parse(value: object) -> float:
@@ -33,6 +48,7 @@ def parse(value: object) -> float:
             is ambiguous between units; write ``1500ms``).
 
     Raises:
+        OutOfRange: longer than ``MAX_SECONDS`` (a ``ValueError``).
         ValueError: with a message fit for a ``field: message`` problem line.
     """
     if isinstance(value, bool):
@@ -40,16 +56,55 @@ def parse(value: object) -> float:
     if isinstance(value, int):
         if value < 0:
             raise ValueError(f"duration must not be negative, got {value}")
-        return float(value)
+        return _bounded(value, value)
     if isinstance(value, str):
         text = value.strip()
-        if text.isdigit():
-            return float(int(text))
+        if text.isascii() and text.isdigit():
+            return _bounded(_int(text, value), value)
         if _WHOLE.fullmatch(text):
-            return sum(int(n) * _UNITS[u] for n, u in _PART.findall(text))
+            return _bounded(sum(_int(n, value) * _UNITS[u] for n, u in _PART.findall(text)),
+                            value)
     raise ValueError(
         f"expected a duration such as 500ms, 30s, 5m, 8h or 1d, got {value!r}"
     )
+
+
+def _int(digits: str, value: object) -> int:
+    # int() of thousands of digits is refused by Python itself (and slow): over the bound anyway
+    if len(digits.lstrip("0")) > _MAX_DIGITS:
+        raise OutOfRange(too_long(value))
+    return int(digits)
+
+
+def _bounded(seconds: float, value: object) -> float:
+    if seconds > MAX_SECONDS:
+        raise OutOfRange(too_long(value))
+    return float(seconds)
+
+
+def too_long(value: object) -> str:
+    """The message for a duration past ``MAX_SECONDS``: ``'3000000w' is longer than
+    3650d, the longest duration accepted``."""
+    text = value if isinstance(value, str) else str(value)
+    shown = repr(text) if len(text) <= 40 else repr(text[:40]) + "..."
+    return f"{shown} is longer than {format(MAX_SECONDS)}, the longest duration accepted"
+
+
+def check_time(moment: dt.datetime, text: str) -> dt.datetime:
+    """Return the aware ``moment`` (written ``text``) in UTC, when not later than ``LATEST``.
+
+    Raises:
+        OutOfRange: later than ``LATEST``, or too late to convert to UTC at all
+            (``9999-12-31T23:59:59-12:00``).
+    """
+    try:
+        utc = moment.astimezone(dt.UTC)
+    except OverflowError:
+        utc = None
+    if utc is None or utc > LATEST:
+        raise OutOfRange(f"{text!r} is later than {LATEST.isoformat().replace('+00:00', 'Z')}, "
+                         "the latest time accepted")
+    return utc
 
 
 def format(seconds: float) -> str:

@@ -12,9 +12,11 @@ from typing import Any
 import click
 
 from reconciler import errors, settings
+from reconciler.cli import params
 
 # command name -> module under reconciler.cli (each exposes ``command``).
 COMMANDS: dict[str, tuple[str, str]] = {
+    "init": ("init", "Scaffold a monitors repository: example monitor, CI, pre-commit."),
     "lint": ("lint", "Validate monitor and overlay files (CI and pre-commit)."),
     "schema": ("schema", "Print a JSON Schema: monitor, overlay, settings, fleet (editors)."),
     "test": ("test_cmd", "Evaluate one monitor once: observation, would-fire, event."),
@@ -67,7 +69,10 @@ class Context:
 
 
 class LazyGroup(click.Group):
-    """A group whose subcommands are imported on first use."""
+    """A group whose subcommands are imported on first use; every command gets
+    ``params.CheckedContext`` (text arguments must be valid UTF-8)."""
+
+    context_class = params.CheckedContext
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
@@ -85,7 +90,7 @@ class LazyGroup(click.Group):
             return _not_yet(cmd_name, help_text)
         command = getattr(module, "commands", {}).get(cmd_name) or module.command
         assert isinstance(command, click.Command)
-        return command
+        return params.install(command)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][1]) for name in sorted(COMMANDS)]

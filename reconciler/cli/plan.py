@@ -28,7 +28,8 @@ from reconciler import errors
 @click.option("--detailed-exitcode", is_flag=True,
               help="Exit 1 when a file has errors, else 2 when something would change, "
               "else 0.")
-@click.option("--no-color", is_flag=True, help="No ANSI colours (the default off a terminal).")
+@click.option("--no-color", is_flag=True, help="No ANSI colours (also NO_COLOR=1 or TERM=dumb; "
+              "FORCE_COLOR=1 colours off a terminal).")
 @click.option("--unchanged", "show_unchanged", is_flag=True, help="List unchanged monitors too.")
 @click.option("--allow-mass-stop", is_flag=True,
               help="Plan as `apply --allow-mass-stop` would (stops not held).")
@@ -46,6 +47,7 @@ def command(ctx: click.Context, as_json: bool, out: Path | None, detailed_exitco
     """
     from reconciler.daemon import handover
     from reconciler.render import plan as render
+    from reconciler.render import style
 
     cfg = ctx.find_root().obj.settings()
     plan = handover.current_plan(cfg, allow_mass_stop=allow_mass_stop)
@@ -60,7 +62,7 @@ def command(ctx: click.Context, as_json: bool, out: Path | None, detailed_exitco
     if as_json:
         click.echo(render.as_json(plan), nl=False)
     else:
-        color = not no_color and sys.stdout.isatty()
+        color = style.enabled(sys.stdout, no_color=no_color)
         click.echo(render.text(plan, color=color, show_unchanged=show_unchanged), nl=False,
                    color=color)
         if out is not None:

@@ -11,30 +11,22 @@ import os
 
 import click
 
-from reconciler import durations, errors
-
-
-def _duration(_: click.Context, __: click.Parameter, value: str | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        return durations.parse(value)
-    except ValueError as e:
-        raise click.BadParameter(str(e)) from e
+from reconciler import errors
+from reconciler.cli import params
 
 
 @click.command("run")
 @click.option("--once", is_flag=True,
               help="One reconcile and one poll of every owned monitor, wait for the fires "
               "it caused to be dispatched, then exit (cron, CI smoke tests).")
-@click.option("--wait", default="30s", show_default=True, callback=_duration,
+@click.option("--wait", default="30s", show_default=True, type=params.DURATION,
               metavar="DURATION",
               help="With --once: how long to wait for polls and then for dispatches.")
-@click.option("--resync", default=None, callback=_duration,
+@click.option("--resync", default=None, type=params.DURATION,
               metavar="DURATION",
               help="Time between periodic resyncs, e.g. 60s or 5m [default: monitors.toml "
               "daemon.resync, else 60s].")
-@click.option("--debounce", default="50ms", show_default=True, callback=_duration,
+@click.option("--debounce", default="50ms", show_default=True, type=params.DURATION,
               metavar="DURATION",
               help="Quiet time after a file event before reconciling (a burst of events is "
               "applied at the latest 2s after the first one).")

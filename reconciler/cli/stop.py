@@ -5,18 +5,12 @@ from __future__ import annotations
 import click
 
 from reconciler import durations, errors
+from reconciler.cli import params
 from reconciler.cli.main import Context
 
 
-def _duration(ctx: click.Context, param: click.Parameter, value: str) -> float:
-    try:
-        return durations.parse(value)
-    except ValueError as e:
-        raise click.BadParameter(str(e)) from e
-
-
 @click.command("stop")
-@click.option("--wait", default="30s", show_default=True, callback=_duration,
+@click.option("--wait", default="30s", show_default=True, type=params.DURATION,
               metavar="DURATION", help="How long to wait for the daemon to exit.")
 @click.pass_context
 def command(ctx: click.Context, wait: float) -> int:

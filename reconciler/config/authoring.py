@@ -42,6 +42,8 @@ DEVICE_RE = re.compile(settings_mod.DEVICE_PATTERN)
 SUFFIXES = (".yml", ".yaml")
 WEBHOOK_PROVIDERS = ("github", "linear")
 
+MAX_PID = 4194304
+"""The largest pid Linux can give (``PID_MAX_LIMIT``; the schema's ``source.pid`` maximum)."""
 SOURCE_FLAGS = ("--poll", "--watch", "--watch-pid", "--poll-http", "--watch-file",
                 "--watch-device", "--ws", "--on")
 ACTION_FLAGS = ("--run", "--routine", "--notify", "--webhook-out")
@@ -147,6 +149,8 @@ def parse_rate_limit(value: str) -> dict[str, Any]:
         if not sep or not count.strip().isdigit() or int(count) < 1:
             raise ValueError
         durations.parse(per.strip())
+    except durations.OutOfRange as e:
+        raise errors.UsageError(f"--rate-limit: {e}") from None
     except ValueError:
         raise errors.UsageError(
             f"--rate-limit: expected MAX/DURATION such as 5/1m, got {value!r}"
@@ -198,8 +202,9 @@ def build_source(req: AddRequest) -> dict[str, Any]:
     if req.watch is not None:
         return {"type": "command", "command": req.watch}
     if req.watch_pid is not None:
-        if req.watch_pid < 1:
-            raise errors.UsageError(f"--watch-pid: {req.watch_pid} is not a process id")
+        if not 1 <= req.watch_pid <= MAX_PID:
+            raise errors.UsageError(f"--watch-pid: {req.watch_pid} is not a process id "
+                                    f"(1..{MAX_PID})")
         force = not processes.alive(req.watch_pid)
         if force and not req.force:
             raise errors.UsageError(

@@ -14,6 +14,7 @@ from datetime import UTC, date, datetime, time
 from pathlib import Path
 from typing import Any
 
+from reconciler import durations
 from reconciler.config import problems as P
 from reconciler.config import validate, yamlload
 from reconciler.config.problems import Problem
@@ -48,14 +49,17 @@ def parse_until(text: str) -> datetime:
     (midnight UTC). ``Z`` is accepted for UTC.
 
     Raises:
+        durations.OutOfRange: later than ``durations.LATEST`` (a ``ValueError``).
         ValueError: not ISO-8601, or a date-time without a time zone.
     """
     text = text.strip()
     if len(text) == 10:
-        return datetime.combine(date.fromisoformat(text), time(0, 0), tzinfo=UTC)
-    moment = datetime.fromisoformat(text)
+        moment = datetime.combine(date.fromisoformat(text), time(0, 0), tzinfo=UTC)
+    else:
+        moment = datetime.fromisoformat(text)
     if moment.tzinfo is None:
         raise ValueError("a date-time needs a time zone (e.g. 2026-12-01T09:00:00Z)")
+    durations.check_time(moment, text)
     return moment
 
 
@@ -109,6 +113,9 @@ def from_document(doc: yamlload.Document, path: Path,
         if isinstance(until, str):
             try:
                 parse_until(until)
+            except durations.OutOfRange as e:
+                line, col = doc.position(("pause", "until"))
+                problems.append(P.error(doc.file, line, col, "pause.until", str(e), "bad-until"))
             except ValueError as e:
                 line, col = doc.position(("pause", "until"))
                 problems.append(P.error(doc.file, line, col, "pause.until",

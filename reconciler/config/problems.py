@@ -36,7 +36,8 @@ RULES: dict[str, str] = {
                       "fleet file lists a device twice",
     "duplicate-fingerprint": "two monitors watch, decide and do the same thing",
     "bad-regex": "a regex (match, dedupeKey, ignore) does not compile with Python re",
-    "bad-duration": "a duration does not parse (500ms, 30s, 5m, 8h, 1d or integer seconds)",
+    "bad-duration": "a duration does not parse (500ms, 30s, 5m, 8h, 1d or integer seconds) "
+                    "or is longer than 3650d",
     "interval-range": "an interval outside 500ms..7d",
     "bad-template": "a Jinja2 template (prompt, message) does not parse or names an unknown "
                     "variable",
@@ -45,7 +46,8 @@ RULES: dict[str, str] = {
     "settings": "monitors.toml itself is invalid (agents, routines, channels)",
     "channel-url": "a channel's URL is not one Apprise accepts (checked without sending; "
                    "${NAME} parts stand in as placeholders)",
-    "bad-until": "an overlay's pause.until is not an ISO-8601 date-time with a time zone",
+    "bad-until": "an overlay's pause.until is not an ISO-8601 date-time with a time zone, "
+                 "or is later than 9000-01-01T00:00:00Z",
     "overlay-orphan": "an overlay names a monitor that no layer defines",
     "overlay-expired": "an overlay's pause has expired (the monitor runs again)",
     "shadowed-redundant": "a user monitor repeats the built-in it shadows (delete it)",

@@ -336,23 +336,33 @@ def parse_until(value: str, *, now: dt.datetime | None = None) -> str:
     for tests.
 
     Raises:
-        errors.UsageError: neither a duration nor an ISO time, or not in the future.
+        errors.UsageError: neither a duration nor an ISO time, not in the future, or
+            past a bound (``durations.MAX_SECONDS`` ahead, ``durations.LATEST``).
     """
     from reconciler import durations
 
     now = now or dt.datetime.now(dt.UTC)
     text = value.strip()
     try:
-        when = now + dt.timedelta(seconds=durations.parse(text))
-    except ValueError:
         try:
-            parsed = dt.datetime.fromisoformat(text)
+            when = now + dt.timedelta(seconds=durations.parse(text))
+        except durations.OutOfRange:
+            raise
         except ValueError:
-            raise errors.UsageError(
-                f"--until: expected a duration such as 2h or an ISO time such as "
-                f"2026-12-01T09:00:00Z, got {value!r}"
-            ) from None
-        when = parsed if parsed.tzinfo else parsed.astimezone()
+            try:
+                parsed = dt.datetime.fromisoformat(text)
+            except ValueError:
+                raise errors.UsageError(
+                    f"--until: expected a duration such as 2h or an ISO time such as "
+                    f"2026-12-01T09:00:00Z, got {value!r}"
+                ) from None
+            try:
+                when = parsed if parsed.tzinfo else parsed.astimezone()
+            except OverflowError:  # a naive time at the very edge of the calendar
+                when = dt.datetime.max.replace(tzinfo=dt.UTC)
+            when = durations.check_time(when, text)
+    except durations.OutOfRange as e:
+        raise errors.UsageError(f"--until: {e}") from None
     when = when.astimezone(dt.UTC).replace(microsecond=0)
     if when <= now:
         raise errors.UsageError(f"--until: {value!r} is not in the future")

@@ -19,6 +19,11 @@ Operations:
     Answers ``{"ok", "plan": <plan JSON>, "applied": {"started", "stopped", "updated",
     "failed"}, "firstPolls": {name: {"status": "ok"|"failed"|"pending", "error"}},
     "generation"}``.
+``first-polls`` ``{"names": [names], "wait": seconds}``
+    Wait up to ``wait`` seconds for the first poll of the named running monitors
+    (``apply`` asks again and again, to show which are still pending):
+    ``{"ok", "firstPolls": {name: {"status", "error"}}}``, naming only monitors that
+    run (a name left out is not running on this device).
 ``evaluate-now`` ``{"names": [names] | null, "wait": seconds}``
     Poll the named running monitors (all when null) once, now, out of schedule:
     ``{"ok", "results": {name: {"status", "error"}}}``.
@@ -26,7 +31,8 @@ Operations:
     Clear a rate-limit auto-pause in running state (``monitors resume``), then reconcile.
 
 Arguments are checked before the daemon sees a request (``request_problem``): a
-wrong type answers ``{"ok": false, "error": "wait: expected a number of seconds"}``.
+wrong type answers ``{"ok": false, "error": "wait: expected a number of seconds"}``;
+``wait`` is at most ``durations.MAX_SECONDS``.
 
 Only the owner of the state directory can connect (0600, the socket's
 directory is the state directory). Unix socket paths are limited to about 107
@@ -49,7 +55,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from reconciler import settings
+from reconciler import durations, settings
 from reconciler.daemon.client import SOCKET_NAME, connect_path, settings_digest, socket_path
 
 __all__ = ["SOCKET_NAME", "ControlServer", "connect_path", "request_problem", "socket_path"]
@@ -62,6 +68,7 @@ MAX_REQUEST = 1 << 20
 Handler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
 WAIT_ERROR = "wait: expected a number of seconds"
+WAIT_TOO_LONG = f"wait: at most {int(durations.MAX_SECONDS)} seconds (3650d)"
 
 
 def _seconds(value: Any) -> bool:
@@ -83,9 +90,11 @@ def request_problem(request: dict[str, Any]) -> str | None:
     the handler.
     """
     op = request.get("op")
-    if op in ("reconcile", "evaluate-now"):
+    if op in ("reconcile", "evaluate-now", "first-polls"):
         if "wait" in request and request["wait"] is not None and not _seconds(request["wait"]):
             return WAIT_ERROR
+        if _seconds(request.get("wait")) and request["wait"] > durations.MAX_SECONDS:
+            return WAIT_TOO_LONG
         if not _names(request.get("names")):
             return "names: expected a list of monitor names"
     if op == "reconcile" and not isinstance(request.get("allowMassStop", False), bool):

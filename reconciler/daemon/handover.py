@@ -5,7 +5,9 @@ running, ``running.json`` (published after each of its reconciles) is the
 running state; without one, running state is empty and the applied set in
 ``running.json`` only supplies last-known-good versions. ``apply`` checks a
 saved plan, the mass-stop guard, starts the daemon when needed, asks it to
-reconcile and waits for first polls. No printing, no click: results are data.
+reconcile and waits for first polls, telling a ``progress`` callback each step as
+it happens (``Progress``: the plan, the daemon started, the change handed over, the
+monitors still pending). No printing, no click: results are data.
 
 Both refuse (an error, exit 1) what the daemon would not run: an invalid
 monitors.toml (the daemon does not start with one), and a running daemon whose
@@ -16,8 +18,10 @@ other settings is never handed to that daemon.
 
 from __future__ import annotations
 
+import enum
 import json
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +34,8 @@ from reconciler.planning.diff import Action
 from reconciler.state import registry as registry_mod
 
 REQUEST_SLACK = 30.0
+POLL_STEP = 1.0
+"""Seconds of each ``first-polls`` request while waiting: how often progress is told."""
 
 
 def _autopaused(state_dir: Path) -> dict[MonitorName, str]:
@@ -147,6 +153,38 @@ class ApplyReport:
                 "monitors": [m.to_json() for m in self.monitors]}
 
 
+class Step(enum.StrEnum):
+    """The steps of ``apply`` a ``Progress`` reports, in order."""
+
+    PLANNED = "planned"      # the plan is made and checked; nothing changed yet
+    STARTING = "starting"    # no daemon runs: starting one
+    STARTED = "started"      # a daemon was started (``pid``); it runs the repository
+    HANDING = "handing"      # the change is being handed to the daemon (``pid``)
+    HANDED = "handed"        # the daemon has the change (``pid``); ``pending`` to wait for
+    PENDING = "pending"      # ``pending`` still have no first poll after ``elapsed`` s
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """One step of ``apply``, told as it happens.
+
+    Attributes:
+        step: which step.
+        plan: the plan being applied.
+        pid: the daemon's pid (``PLANNED`` when one runs, and every later step) when known.
+        pending: monitors whose first poll is awaited (``HANDED``, ``PENDING``).
+        elapsed: seconds spent waiting for first polls so far.
+        wait: the most seconds that will be spent waiting.
+    """
+
+    step: Step
+    plan: plan_mod.Plan
+    pid: int | None = None
+    pending: tuple[str, ...] = ()
+    elapsed: float = 0.0
+    wait: float = 0.0
+
+
 def apply(
     cfg: settings.Settings,
     *,
@@ -154,13 +192,22 @@ def apply(
     wait: float = 30.0,
     allow_mass_stop: bool = False,
     confirm: Callable[[plan_mod.Plan], bool] | None = None,
+    progress: Callable[[Progress], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> ApplyReport:
     """Apply the current plan (or a saved one that still matches) through the daemon.
+
+    The change is handed over at once (``reconcile``); the first polls are then
+    awaited in steps of ``POLL_STEP`` seconds (``first-polls``), so ``progress`` hears
+    which monitors are still pending. An interrupt (``KeyboardInterrupt``) while
+    waiting leaves the daemon running the change.
 
     Args:
         plan_file: a ``monitors plan --out`` file; refused when stale.
         wait: seconds to wait for the first poll of each started or replaced monitor.
         confirm: asked with the plan before anything changes; False declines.
+        progress: told each step (``Progress``) as it happens.
+        clock: monotonic seconds (injectable for tests).
 
     Raises:
         errors.PlanError: stale saved plan (with what changed), mass-stop guard,
@@ -176,26 +223,40 @@ def apply(
                                    " (run `monitors plan --out` again)")
     if plan.mass_stop:
         raise errors.PlanError(f"refused by the mass-stop guard: {plan.mass_stop}")
+    def tell(step: Step, **fields: Any) -> None:
+        if progress is not None:
+            progress(Progress(step, plan, wait=wait, **fields))
+
     report = ApplyReport(plan)
+    tell(Step.PLANNED, pid=plan.daemon_pid)
     if not plan.has_changes and plan.daemon_running:
         return report
     if confirm is not None and plan.has_changes and not confirm(plan):
         report.declined = True
         return report
     if not plan.daemon_running:
+        tell(Step.STARTING)
         with client.state_errors(cfg.state_dir):
             report.started_daemon = client.start_detached(cfg)
+        tell(Step.STARTED, pid=report.started_daemon)
     # the daemon that gets the plan (ours, or one started meanwhile) runs our settings
-    client.check_settings(cfg, client.status(cfg.state_dir))
+    running = client.status(cfg.state_dir)
+    client.check_settings(cfg, running)
+    pid = running.get("pid") if running else report.started_daemon
     waited = [c.name for c in plan.changes
               if c.action in (Action.START, Action.REPLACE, Action.RENAME)]
-    reply = client.request(cfg.state_dir, "reconcile", timeout=wait + REQUEST_SLACK,
-                           wait=wait, names=waited, allowMassStop=allow_mass_stop)
+    tell(Step.HANDING, pid=pid)
+    reply = client.request(cfg.state_dir, "reconcile", timeout=REQUEST_SLACK, wait=0,
+                           names=waited, allowMassStop=allow_mass_stop)
     report.generation = reply.get("generation")
-    polls: dict[str, dict[str, Any]] = reply.get("firstPolls") or {}
     applied = reply.get("applied") or {}
     failed: dict[str, str] = applied.get("failed") or {}
     started = set(applied.get("started") or ())
+    names = [n for n in dict.fromkeys([*applied.get("started", ()), *waited]) if n not in failed]
+    tell(Step.HANDED, pid=pid, pending=tuple(names))
+    polls = _first_polls(cfg, names, wait=wait, clock=clock, allow_mass_stop=allow_mass_stop,
+                         tell=lambda pending, elapsed: tell(Step.PENDING, pid=pid,
+                                                            pending=pending, elapsed=elapsed))
     for change in plan.changing():
         name = change.name
         if name in failed:
@@ -218,6 +279,42 @@ def apply(
                                         wait=wait)
             report.monitors.append(MonitorReport(name, change.action.value, status, detail))
     return report
+
+
+def _first_polls(cfg: settings.Settings, names: Sequence[str], *, wait: float,
+                 clock: Callable[[], float], allow_mass_stop: bool,
+                 tell: Callable[[tuple[str, ...], float], None]) -> dict[str, dict[str, Any]]:
+    """name -> ``{"status", "error"}`` for the running ones of ``names`` (a name left out
+    is not running), waiting up to ``wait`` seconds in ``POLL_STEP`` steps and telling
+    the still pending ones after each step.
+
+    Raises:
+        errors.PlanError: the daemon could not be reached or answered with an error.
+    """
+    polls: dict[str, dict[str, Any]] = {}
+    pending = list(names)
+    began = clock()
+    while pending:
+        left = max(0.0, wait - (clock() - began))
+        step = min(left, POLL_STEP)
+        try:
+            reply = client.request(cfg.state_dir, "first-polls", timeout=step + REQUEST_SLACK,
+                                   wait=step, names=pending)
+        except errors.PlanError as e:
+            if "unknown op" not in str(e):
+                raise
+            # a daemon of an older version: hand over again, and wait in one go
+            reply = client.request(cfg.state_dir, "reconcile", timeout=left + REQUEST_SLACK,
+                                   wait=left, names=pending, allowMassStop=allow_mass_stop)
+            left = 0.0
+        answered: dict[str, dict[str, Any]] = reply.get("firstPolls") or {}
+        polls.update(answered)
+        pending = [n for n in pending
+                   if n in answered and answered[n].get("status") == "pending"]
+        if not pending or left <= step:
+            break
+        tell(tuple(pending), clock() - began)
+    return polls
 
 
 def pending_detail(*, picked_up: bool, wait: float) -> str:

@@ -560,6 +560,11 @@ class Daemon:
                                 "updated": applied.updated, "failed": applied.failed,
                                 "held": [c.name for c in applied.held]},
                     "firstPolls": polls}
+        if op == "first-polls":
+            running = [MonitorName(n) for n in request.get("names") or ()
+                       if MonitorName(n) in self.registry.entries]
+            wait = float(request.get("wait") or 0.0)
+            return {"ok": True, "firstPolls": await self.first_polls(running, wait)}
         if op == "evaluate-now":
             wanted = request.get("names")
             names = sorted(self.registry.entries) if wanted is None else [
@@ -583,8 +588,8 @@ class Daemon:
             cleared = bool(self._guard.clear(target)) if self._guard is not None else False
             plan, _ = await self.reconcile(trigger=f"resume {target}")
             return {"ok": True, "cleared": cleared, "summary": plan.summary()}
-        return {"ok": False, "error": f"unknown op {op!r} (status, reconcile, evaluate-now, "
-                "clear-autopause)"}
+        return {"ok": False, "error": f"unknown op {op!r} (status, reconcile, first-polls, "
+                "evaluate-now, clear-autopause)"}
 
     def status(self) -> dict[str, Any]:
         """The ``status`` reply."""

@@ -12,8 +12,9 @@ Text, one block per change, symbol first, per-field changes indented below::
 
     Plan: 1 to start, 1 to replace, 1 to update, 1 to stop, 12 unchanged.
 
-Colour (ANSI) only when ``color`` is True; the CLI decides (a terminal and no
-``--no-color``). Renderers never compute: every word comes from the plan.
+Colour (ANSI) only when ``color`` is True; the CLI decides (``style.enabled``:
+``--no-color``, NO_COLOR, FORCE_COLOR, TERM=dumb, a terminal). Renderers never
+compute: every word comes from the plan.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 from reconciler import durations
 from reconciler.planning.diff import DURATION_FIELDS, SYMBOLS, Action, Change, FieldChange
 from reconciler.planning.plan import Plan
+from reconciler.render import style
 
 COLORS: dict[Action, str] = {
     Action.START: "green",
@@ -64,16 +66,8 @@ def field_line(f: FieldChange) -> str:
     return f"{f.path}: {shown(f.old)} -> {shown(f.new)}"
 
 
-_SGR = {"red": "31", "green": "32", "yellow": "33", "blue": "34", "magenta": "35", "white": "37",
-        "cyan": "36"}
-
-
 def _style(text: str, color: bool, *, fg: str | None = None, bold: bool = False) -> str:
-    """ANSI SGR styling (the renderer stays free of click; the CLI decides ``color``)."""
-    codes = (["1"] if bold else []) + ([_SGR[fg]] if fg else [])
-    if not color or not codes:
-        return text
-    return f"\x1b[{';'.join(codes)}m{text}\x1b[0m"
+    return style.paint(text, color, fg=fg, bold=bold)
 
 
 def change_lines(change: Change, *, color: bool) -> list[str]:

@@ -120,12 +120,17 @@ def test_control_api_checks_request_arguments(
         b'{"op": "reconcile", "names": "tick"}': "names: expected a list of monitor names",
         b'{"op": "reconcile", "allowMassStop": "yes"}': "allowMassStop: expected true or false",
         b'{"op": "evaluate-now", "names": [1]}': "names: expected a list of monitor names",
+        b'{"op": "reconcile", "wait": 1e300}': "wait: at most 315360000 seconds (3650d)",
+        b'{"op": "first-polls", "wait": 1e300}': "wait: at most 315360000 seconds (3650d)",
+        b'{"op": "first-polls", "names": "tick"}': "names: expected a list of monitor names",
         b'{"op": "clear-autopause"}': "name: expected a monitor name",
     }
     for line, error in bad.items():
         assert _raw(repo.state, line) == {"ok": False, "error": error}, line
     ok = _raw(repo.state, b'{"op": "reconcile", "wait": 0.5, "names": ["tick"]}')
     assert ok["ok"] is True and ok["firstPolls"]["tick"]["status"] in ("ok", "pending")
+    polls = _raw(repo.state, b'{"op": "first-polls", "wait": 5, "names": ["tick", "nope"]}')
+    assert polls == {"ok": True, "firstPolls": {"tick": {"status": "ok", "error": None}}}
     assert "ValueError" not in d.log_text()
 
 
