@@ -7,18 +7,27 @@ overlays (pause, pin), fills defaults and fingerprints (``normalize``), and
 checks what needs more than one file: duplicate names, duplicate fingerprints
 across both layers, overlays naming no monitor, expired pauses. Problems are
 collected, never raised; no input produces an exception. No printing, no click.
+
+One file can never take the others down: reading, checking and resolving each
+file runs inside a boundary (``_guard``) that turns any exception, a bug by
+definition, into that file's ``internal-error`` problem; the file then counts as
+invalid (the daemon keeps its last applied version) and every other file is
+loaded as usual, in lint, plan, the daemon and every view.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
+import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from types import TracebackType
 from typing import Any, Literal
 
 from reconciler.config import normalize, overlays, semantic, validate, yamlload
@@ -27,6 +36,8 @@ from reconciler.config.overlays import Overlay
 from reconciler.config.problems import Problem
 from reconciler.model import DeviceName, Monitor, MonitorName, Scope, Severity
 from reconciler.settings import Settings
+
+log = logging.getLogger("monitors.config")
 
 SUFFIXES = (".yml", ".yaml")
 
@@ -215,8 +226,9 @@ def load(settings: Settings, *, paths: Sequence[Path] | None = None,
             digest.update(hashlib.sha256(raw).digest() if raw is not None else b"-")
             doc = None
             if raw is not None:
-                doc, more = yamlload.parse(raw, file=file)
-                problems += more
+                with _guard(file, problems):
+                    doc, more = yamlload.parse(raw, file=file)
+                    problems += more
             overlay_files.append((path, file, doc, problems))
             continue
         content, entry, problems = next(outcomes)
@@ -252,15 +264,41 @@ def load(settings: Settings, *, paths: Sequence[Path] | None = None,
 _Outcome = tuple[bytes, "_Entry | None", list[Problem]]
 
 
+class _guard(contextlib.AbstractContextManager[None]):
+    """The per-file boundary: an exception raised inside (any ``Exception``: a bug,
+    since bad input is a problem, never a raise) is logged with its traceback at
+    debug level and appended to ``problems`` as ``file``'s ``internal-error``
+    (``problems.internal_error``); it does not propagate. ``failed`` tells whether
+    one was caught."""
+
+    def __init__(self, file: str, problems: list[Problem]) -> None:
+        self.file = file
+        self.problems = problems
+        self.failed = False
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 tb: TracebackType | None) -> bool:
+        if error is None or not isinstance(error, Exception):
+            return False
+        log.debug("%s: internal error while checking it", self.file, exc_info=error)
+        self.problems.append(P.internal_error(self.file, error))
+        self.failed = True
+        return True
+
+
 def _check(item: tuple[Path, FileKind, str], action_check: ActionCheck | None = None) -> _Outcome:
-    """Read and check one monitor file: (sha256 of its bytes, entry or None, problems)."""
+    """Read and check one monitor file: (sha256 of its bytes, entry or None, problems).
+    Never raises: see ``_guard``."""
     path, kind, file = item
     raw, problems = yamlload.read(path, file=file)
     if raw is None:
         return b"-", None, problems
     scope = Scope.SYSTEM if kind == "system" else Scope.USER
-    entry, more = _monitor(raw, path=path, file=file, scope=scope, action_check=action_check)
-    return hashlib.sha256(raw).digest(), entry, problems + more
+    entry: _Entry | None = None
+    with _guard(file, problems):
+        entry, more = _monitor(raw, path=path, file=file, scope=scope, action_check=action_check)
+        problems += more
+    return hashlib.sha256(raw).digest(), entry, problems
 
 
 def _map(items: list[tuple[Path, FileKind, str]], jobs: int | None,
@@ -295,29 +333,42 @@ _ACTION_RULES = {"prompt": "bad-template", "message": "bad-template", "agent": "
 
 def _monitor(raw: bytes, *, path: Path, file: str, scope: Scope,
              action_check: ActionCheck | None = None) -> tuple[_Entry | None, list[Problem]]:
+    """Parse, validate and normalize one monitor file's bytes.
+
+    The semantic checks (regexes, templates, durations, URLs, and ``action_check``'s
+    references) run beside schema errors, on every field that is not itself wrong:
+    their findings at or below a field that already has an error are dropped, so one
+    run reports every independent problem and none twice.
+    """
     doc, problems = yamlload.parse(raw, file=file)
     if doc is None:
         return None, problems
     broken = {p.field for p in problems}  # a duplicate key or tag already explains these
     problems += [p for p in validate.check(doc, kind="monitor") if p.field not in broken]
-    stem = path.stem
-    if not _has_error(problems):
-        problems += semantic.check(doc, stem=stem)
-    if action_check is not None and not _has_error(problems):
-        for field_name, message in action_check(doc.data["action"]):
+    wrong = {p.field for p in problems if p.field and p.severity is Severity.ERROR}
+    more = semantic.check(doc, stem=path.stem)
+    action = doc.data.get("action")
+    if action_check is not None and isinstance(action, dict):
+        for field_name, message in action_check(action):
             steps = tuple(field_name.split("."))
             line, col = doc.position(steps)
-            problems.append(P.error(file, line, col, field_name, message,
-                                    _ACTION_RULES.get(steps[-1], "schema")))
+            more.append(P.error(file, line, col, field_name, message,
+                                _ACTION_RULES.get(steps[-1], "schema")))
+    problems += more if not wrong else [p for p in more if not _below(p.field, wrong)]
     if _has_error(problems):
         return None, problems
     line = doc.root.start_mark.line + 1
     try:
-        monitor = normalize.monitor(doc.data, name=stem, scope=scope, origin=path, line=line)
+        monitor = normalize.monitor(doc.data, name=path.stem, scope=scope, origin=path, line=line)
     except (ValueError, KeyError, TypeError) as e:  # schema and semantic checks should prevent it
         problems.append(P.error(file, line, 1, "", f"cannot normalize: {e}", "schema"))
         return None, problems
     return _Entry(monitor, doc.position(("source",), key=True)), problems
+
+
+def _below(field_name: str, fields: set[str]) -> bool:
+    """True when ``field_name`` is one of ``fields`` or lies below one (``a.b`` below ``a``)."""
+    return field_name in fields or any(field_name.startswith(f + ".") for f in fields)
 
 
 def _has_error(problems: Iterable[Problem]) -> bool:
@@ -390,7 +441,8 @@ def _apply_overlays(result: LoadResult,
     for path, file, doc, problems in files:
         overlay = None
         if doc is not None:
-            overlay, problems = overlays.from_document(doc, path, problems)
+            with _guard(file, problems):
+                overlay, problems = overlays.from_document(doc, path, problems)
         found.extend(problems)
         if overlay is None:
             name = MonitorName(path.stem)
