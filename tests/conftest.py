@@ -6,10 +6,12 @@ import os
 import sys
 import textwrap
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import settings as hypothesis_settings
 
 from reconciler.cli import main as cli_main
 
@@ -103,3 +105,13 @@ def console_script() -> str:
 
 
 os.environ.setdefault("MONITORS_DEVICE", "test-box")
+
+# Hypothesis profiles (tests/config/test_fuzz.py): "default" keeps `make test` to a few
+# seconds; `make fuzz` selects "fuzz" (HYPOTHESIS_PROFILE=fuzz) for a long run. A
+# deadline per example is how the fuzz test says "never hangs".
+hypothesis_settings.register_profile(
+    "default", max_examples=150, deadline=timedelta(seconds=5), database=None,
+    print_blob=True)
+hypothesis_settings.register_profile(
+    "fuzz", max_examples=20_000, deadline=timedelta(seconds=10), print_blob=True)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))

@@ -357,7 +357,7 @@ def _monitor(raw: bytes, *, path: Path, file: str, scope: Scope,
     problems += more if not wrong else [p for p in more if not _below(p.field, wrong)]
     if _has_error(problems):
         return None, problems
-    line = doc.root.start_mark.line + 1
+    line = doc.position(())[0]
     try:
         monitor = normalize.monitor(doc.data, name=path.stem, scope=scope, origin=path, line=line)
     except (ValueError, KeyError, TypeError) as e:  # schema and semantic checks should prevent it

@@ -130,6 +130,21 @@ def _compose(text: str) -> yaml.Node | None:
 
 Path_ = tuple[str | int, ...]
 
+# Line breaks YAML 1.1 (so libyaml's marks) counts that editors and YAML 1.2 do not: a
+# lone CR, NEL, LS and PS. A text holding one gets its positions counted by "\n".
+_ODD_BREAKS = re.compile("\r(?!\n)|[\x85\u2028\u2029]")
+
+
+def _at(mark: Any, text: str | None) -> tuple[int, int]:
+    """1-based ``(line, col)`` of a libyaml mark. With ``text`` (only passed when it holds
+    an odd line break, see ``_ODD_BREAKS``) lines are counted by ``\n`` from the mark's
+    character index, as an editor shows them."""
+    if text is None:
+        return mark.line + 1, mark.column + 1
+    index = min(mark.index, len(text))
+    start = text.rfind("\n", 0, index) + 1
+    return text.count("\n", 0, index) + 1, index - start + 1
+
 
 @dataclass(frozen=True, slots=True)
 class Surprise:
@@ -171,12 +186,15 @@ class Document:
             plus ``float``).
         root: the top-level ``yaml.MappingNode``.
         surprises: YAML 1.1 coercions by instance path.
+        text: the source text when it holds a line break only YAML 1.1 counts (a
+            lone CR, NEL, LS, PS), so positions are counted by ``\n``; else None.
     """
 
     file: str
     data: dict[str, Any]
     root: yaml.MappingNode
     surprises: dict[Path_, Surprise] = field(default_factory=dict)
+    text: str | None = None
 
     def node(self, path: Sequence[str | int]) -> tuple[yaml.Node, yaml.Node | None]:
         """Return ``(value_node, key_node)`` for the deepest node along ``path``.
@@ -208,14 +226,13 @@ class Document:
         """1-based ``(line, col)`` of the value at ``path`` (of its key when ``key``)."""
         node, key_node = self.node(path)
         mark = key_node.start_mark if key and key_node is not None else node.start_mark
-        return mark.line + 1, mark.column + 1
+        return _at(mark, self.text)
 
     def parent_position(self, path: Sequence[str | int]) -> tuple[int, int]:
         """Position for a problem about the mapping at ``path`` as a whole (a missing
         required key): the line of the key holding it, or the document start."""
         node, key_node = self.node(path)
-        mark = (key_node or node).start_mark
-        return mark.line + 1, mark.column + 1
+        return _at((key_node or node).start_mark, self.text)
 
 
 class _Limit(Exception):
@@ -233,8 +250,9 @@ class _Limit(Exception):
 class _Builder:
     """Constructs values from a composed node graph, recording problems."""
 
-    def __init__(self, file: str) -> None:
+    def __init__(self, file: str, text: str | None = None) -> None:
         self.file = file
+        self.text = text
         self.count = 0
         self.active: set[int] = set()
         self.problems: list[Problem] = []
@@ -361,7 +379,7 @@ class _Builder:
             if plain and lowered not in ("true", "false"):
                 self.surprise(node, path, "yaml11-bool", value)
             return value
-        if tag == _INT or tag == _FLOAT:
+        if tag in (_INT, _FLOAT):
             try:
                 result: Any = (_CONSTRUCTOR.construct_yaml_int(node) if tag == _INT
                                else _CONSTRUCTOR.construct_yaml_float(node))
@@ -387,16 +405,15 @@ class _Builder:
         return str(node.value)
 
     def surprise(self, node: yaml.Node, path: Path_, rule: str, value: Any) -> None:
-        m = node.start_mark
-        self.surprises[path] = Surprise(rule, str(node.value), value, m.line + 1, m.column + 1)
+        line, col = _at(node.start_mark, self.text)
+        self.surprises[path] = Surprise(rule, str(node.value), value, line, col)
 
     def bad_tag(self, node: yaml.Node, path: Path_) -> None:
         self.add(node, path, f"unsupported YAML tag {node.tag}; use plain values", "yaml-tag")
 
     def add(self, node: yaml.Node, path: Path_, message: str, rule: str) -> None:
-        m = node.start_mark
-        self.problems.append(P.error(self.file, m.line + 1, m.column + 1, P.dotted(path),
-                                     message, rule))
+        line, col = _at(node.start_mark, self.text)
+        self.problems.append(P.error(self.file, line, col, P.dotted(path), message, rule))
 
 
 def read(path: Path, *, file: str) -> tuple[bytes | None, list[Problem]]:
@@ -459,10 +476,11 @@ def parse(data: bytes, *, file: str) -> tuple[Document | None, list[Problem]]:
         return None, [P.error(file, line, col, "",
                               f"not UTF-8 (byte 0x{data[e.start]:02x}); save the file as UTF-8",
                               "encoding")]
+    odd = text if _ODD_BREAKS.search(text) else None
     try:
         root = _compose(text)
     except yaml.MarkedYAMLError as e:
-        return None, [_syntax(file, text, e)]
+        return None, [_syntax(file, text, e, odd)]
     except yaml.YAMLError as e:  # pragma: no cover - every parser error carries a mark
         return None, [P.error(file, 1, 1, "", f"invalid YAML: {e}", "yaml-syntax")]
     except RecursionError:
@@ -472,25 +490,24 @@ def parse(data: bytes, *, file: str) -> tuple[Document | None, list[Problem]]:
         return None, [P.error(file, 1, 1, "", "empty file: expected a monitor mapping "
                               "(source:, condition:, action:)", "empty-file")]
     if not isinstance(root, yaml.MappingNode):
-        m = root.start_mark
+        line, col = _at(root.start_mark, odd)
         kind = "a list" if isinstance(root, yaml.SequenceNode) else "a single value"
-        return None, [P.error(file, m.line + 1, m.column + 1, "",
+        return None, [P.error(file, line, col, "",
                               f"the document is {kind}; expected a mapping of fields "
                               f"(one monitor per file)", "top-level")]
-    builder = _Builder(file)
+    builder = _Builder(file, odd)
     try:
         value = builder.build(root, ())
     except _Limit as e:
         if e.node is not None:
-            m = e.node.start_mark
-            return None, [P.error(file, m.line + 1, m.column + 1, P.dotted(e.path[:1]),
-                                  str(e), e.rule)]
+            line, col = _at(e.node.start_mark, odd)
+            return None, [P.error(file, line, col, P.dotted(e.path[:1]), str(e), e.rule)]
         # Report at the top-level key being expanded (aliases have no marks of their own).
-        line, col = Document(file, {}, root).position(e.path[:1], key=True)
+        line, col = Document(file, {}, root, text=odd).position(e.path[:1], key=True)
         return None, [P.error(file, line, col, P.dotted(e.path[:1]), str(e), e.rule)]
     except RecursionError:  # pragma: no cover - MAX_DEPTH stops nesting well before
         return None, [P.error(file, 1, 1, "", "YAML nested too deeply", "yaml-depth")]
-    return Document(file, value, root, builder.surprises), builder.problems
+    return Document(file, value, root, builder.surprises, odd), builder.problems
 
 
 def load(path: Path, *, file: str | None = None) -> tuple[Document | None, list[Problem]]:
@@ -502,11 +519,11 @@ def load(path: Path, *, file: str | None = None) -> tuple[Document | None, list[
     return parse(data, file=shown)
 
 
-def _syntax(file: str, text: str, e: yaml.MarkedYAMLError) -> Problem:
+def _syntax(file: str, text: str, e: yaml.MarkedYAMLError, odd: str | None) -> Problem:
     mark = e.problem_mark or e.context_mark
-    line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+    line, col = _at(mark, odd) if mark is not None else (1, 1)
     problem = (e.problem or "invalid YAML").strip()
-    lines = text.splitlines()
+    lines = text.split("\n")
     if 0 < line <= len(lines) and "\t" in lines[line - 1][: max(col, 1)] and (
         "cannot start any token" in problem or "tab" in problem
     ):

@@ -173,7 +173,7 @@ def test_core_tag_with_a_value_of_another_type_is_a_problem(value: str) -> None:
 ])
 def test_core_tag_with_a_value_of_its_type_is_accepted(text: str, value: object) -> None:
     doc, problems = parse(f"a: {text}\n")
-    assert doc is not None and doc.data["a"] == value
+    assert problems == [] and doc is not None and doc.data["a"] == value
 
 
 def test_plain_binary_literal_without_digits_stays_text() -> None:
@@ -232,7 +232,7 @@ def test_loader_depth_limit_is_below_the_validators() -> None:
     too_deep: object = []
     for _ in range(400):
         too_deep = [too_deep]
-    with pytest.raises(ValueError, match="[Rr]ecursion"):
+    with pytest.raises(ValueError, match=r"[Rr]ecursion"):
         list(schemas.validator("monitor").iter_errors({"labels": {"a": too_deep}}))
 
 
@@ -251,3 +251,18 @@ def test_exactly_one_mib_is_accepted(tmp_path: Path) -> None:
     path.write_bytes(body + b"#" * (yamlload.MAX_BYTES - len(body)))
     doc, problems = yamlload.load(path)
     assert problems == [] and doc is not None and doc.data == {"a": "x"}
+
+
+@pytest.mark.parametrize("brk", ["\r", "\x85", "\u2028", "\u2029"])
+def test_positions_count_lines_as_editors_do(brk: str) -> None:
+    """YAML 1.1 (libyaml) also breaks lines at a lone CR, NEL, LS and PS; editors and
+    YAML 1.2 do not, so positions are counted by newline."""
+    assert parse(f'a: "x{brk}y"\nc: [\n')[1] == [(3, 1, "yaml-syntax")]
+    assert parse(f'a: "x{brk}y"\nb: !!int z\n')[1] == [(2, 4, "yaml-tag")]
+    assert parse(f"a: 1\nb: x{brk}y\n")[1] == [(3, 1, "yaml-syntax")]  # y: no ':'
+    doc, _ = parse(f'a: "x{brk}y"\nb:\n  c: 1\n')
+    assert doc is not None and doc.position(("b", "c")) == (3, 6)
+
+
+def test_windows_line_endings_keep_positions() -> None:
+    assert parse("a: 1\r\nb: !!int z\r\n")[1] == [(2, 4, "yaml-tag")]
