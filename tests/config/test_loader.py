@@ -378,3 +378,11 @@ def test_action_references_are_checked_beside_schema_errors(repo: Repo) -> None:
     result = loader.load(cfg, now=NOW, action_check=check)
     assert sorted(rules(result)) == [("ref.yml", 1, "unknown-field"),
                                      ("ref.yml", 2, "unknown-reference")]
+
+
+@pytest.mark.parametrize("interval", ["9" * 400, '"' + "9" * 400 + 's"', '"' + "9" * 400 + '"',
+                                      "1" + "0" * 5000])
+def test_a_duration_too_large_for_a_float_is_a_problem(repo: Repo, interval: str) -> None:
+    repo.write("monitors.d/big.yml", "source: {type: poll, command: date, interval: "
+               f"{interval}}}\naction: {{type: notify}}\n")
+    assert rules(load(repo)) == [("big.yml", 1, "bad-duration")]
