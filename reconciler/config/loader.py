@@ -9,7 +9,7 @@ across both layers, overlays naming no monitor, expired pauses. Problems are
 collected, never raised; no input produces an exception. No printing, no click.
 
 One file can never take the others down: reading, checking and resolving each
-file runs inside a boundary (``_guard``) that turns any exception, a bug by
+file runs inside a boundary (``problems.guard``) that turns any exception, a bug by
 definition, into that file's ``internal-error`` problem; the file then counts as
 invalid (the daemon keeps its last applied version) and every other file is
 loaded as usual, in lint, plan, the daemon and every view.
@@ -17,17 +17,14 @@ loaded as usual, in lint, plan, the daemon and every view.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import hashlib
-import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Literal
 
 from reconciler.config import normalize, overlays, semantic, validate, yamlload
@@ -36,8 +33,6 @@ from reconciler.config.overlays import Overlay
 from reconciler.config.problems import Problem
 from reconciler.model import DeviceName, Monitor, MonitorName, Scope, Severity
 from reconciler.settings import Settings
-
-log = logging.getLogger("monitors.config")
 
 SUFFIXES = (".yml", ".yaml")
 
@@ -226,7 +221,7 @@ def load(settings: Settings, *, paths: Sequence[Path] | None = None,
             digest.update(hashlib.sha256(raw).digest() if raw is not None else b"-")
             doc = None
             if raw is not None:
-                with _guard(file, problems):
+                with P.guard(file, problems):
                     doc, more = yamlload.parse(raw, file=file)
                     problems += more
             overlay_files.append((path, file, doc, problems))
@@ -264,38 +259,16 @@ def load(settings: Settings, *, paths: Sequence[Path] | None = None,
 _Outcome = tuple[bytes, "_Entry | None", list[Problem]]
 
 
-class _guard(contextlib.AbstractContextManager[None]):
-    """The per-file boundary: an exception raised inside (any ``Exception``: a bug,
-    since bad input is a problem, never a raise) is logged with its traceback at
-    debug level and appended to ``problems`` as ``file``'s ``internal-error``
-    (``problems.internal_error``); it does not propagate. ``failed`` tells whether
-    one was caught."""
-
-    def __init__(self, file: str, problems: list[Problem]) -> None:
-        self.file = file
-        self.problems = problems
-        self.failed = False
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 tb: TracebackType | None) -> bool:
-        if error is None or not isinstance(error, Exception):
-            return False
-        log.debug("%s: internal error while checking it", self.file, exc_info=error)
-        self.problems.append(P.internal_error(self.file, error))
-        self.failed = True
-        return True
-
-
 def _check(item: tuple[Path, FileKind, str], action_check: ActionCheck | None = None) -> _Outcome:
     """Read and check one monitor file: (sha256 of its bytes, entry or None, problems).
-    Never raises: see ``_guard``."""
+    Never raises: see ``problems.guard``."""
     path, kind, file = item
     raw, problems = yamlload.read(path, file=file)
     if raw is None:
         return b"-", None, problems
     scope = Scope.SYSTEM if kind == "system" else Scope.USER
     entry: _Entry | None = None
-    with _guard(file, problems):
+    with P.guard(file, problems):
         entry, more = _monitor(raw, path=path, file=file, scope=scope, action_check=action_check)
         problems += more
     return hashlib.sha256(raw).digest(), entry, problems
@@ -436,50 +409,64 @@ def _resolve(result: LoadResult, layers: dict[Scope, dict[MonitorName, _Entry]],
 def _apply_overlays(result: LoadResult,
                     files: list[tuple[Path, str, yamlload.Document | None, list[Problem]]],
                     found: list[Problem], now: datetime, cwd: Path) -> None:
+    """Validate each overlay and apply it to the monitor it names, one ``problems.guard`` per
+    file: an overlay that raises makes its monitor invalid, never silently unpaused."""
     known = set(result.monitors) | set(result.invalid)
     by_monitor: dict[str, Path] = {}
     for path, file, doc, problems in files:
-        overlay = None
-        if doc is not None:
-            with _guard(file, problems):
-                overlay, problems = overlays.from_document(doc, path, problems)
-        found.extend(problems)
-        if overlay is None:
+        with P.guard(file, found) as guard:
+            _apply_overlay(result, path, file, doc, problems, found=found, known=known,
+                           by_monitor=by_monitor, now=now, cwd=cwd)
+        if guard.failed:
             name = MonitorName(path.stem)
-            if name in result.monitors:  # a broken pause must not silently resume
-                del result.monitors[name]
+            result.overlays.pop(name, None)
+            if result.monitors.pop(name, None) is not None:
                 result.invalid[name] = path
-            continue
-        name = MonitorName(overlay.monitor)
-        if name in by_monitor:
-            found.append(P.error(file, overlay.line, overlay.col, "monitor",
-                                 f"a second overlay for {name!r} (first: "
-                                 f"{display(by_monitor[name], cwd)})", "duplicate-name"))
-            continue
-        by_monitor[name] = path
-        if name not in known:
-            hint = validate.suggest(name, sorted(known))
-            found.append(P.error(file, overlay.line, overlay.col, "monitor",
-                                 f"overlay for {name!r}, but no layer defines that monitor{hint}",
-                                 "overlay-orphan"))
-            continue
-        result.overlays[name] = overlay
-        monitor = result.monitors.get(name)
-        if monitor is None:
-            continue
-        pause = overlay.pause
-        if pause is not None and overlays.is_expired(pause, now):
-            found.append(P.warning(file, overlay.until_pos[0], overlay.until_pos[1],
-                                   "pause.until",
-                                   f"pause expired at {pause.until}: {name} runs again; remove "
-                                   f"the overlay (monitors resume {name})", "overlay-expired"))
-            pause = None
-        changes: dict[str, object] = {"overlay": path, "pause": pause}
-        if overlay.pin:
-            device = overlay.pin.get("device")
-            changes["device"] = DeviceName(device) if device else None
-            changes["devices"] = tuple(DeviceName(d) for d in overlay.pin.get("devices") or ())
-        result.monitors[name] = dataclasses.replace(monitor, **changes)  # type: ignore[arg-type]
+
+
+def _apply_overlay(result: LoadResult, path: Path, file: str, doc: yamlload.Document | None,
+                   problems: list[Problem], *, found: list[Problem], known: set[MonitorName],
+                   by_monitor: dict[str, Path], now: datetime, cwd: Path) -> None:
+    overlay = None
+    if doc is not None:
+        overlay, problems = overlays.from_document(doc, path, problems)
+    found.extend(problems)
+    if overlay is None:
+        name = MonitorName(path.stem)
+        if name in result.monitors:  # a broken pause must not silently resume
+            del result.monitors[name]
+            result.invalid[name] = path
+        return
+    name = MonitorName(overlay.monitor)
+    if name in by_monitor:
+        found.append(P.error(file, overlay.line, overlay.col, "monitor",
+                             f"a second overlay for {name!r} (first: "
+                             f"{display(by_monitor[name], cwd)})", "duplicate-name"))
+        return
+    by_monitor[name] = path
+    if name not in known:
+        hint = validate.suggest(name, sorted(known))
+        found.append(P.error(file, overlay.line, overlay.col, "monitor",
+                             f"overlay for {name!r}, but no layer defines that monitor{hint}",
+                             "overlay-orphan"))
+        return
+    result.overlays[name] = overlay
+    monitor = result.monitors.get(name)
+    if monitor is None:
+        return
+    pause = overlay.pause
+    if pause is not None and overlays.is_expired(pause, now):
+        found.append(P.warning(file, overlay.until_pos[0], overlay.until_pos[1],
+                               "pause.until",
+                               f"pause expired at {pause.until}: {name} runs again; remove "
+                               f"the overlay (monitors resume {name})", "overlay-expired"))
+        pause = None
+    changes: dict[str, object] = {"overlay": path, "pause": pause}
+    if overlay.pin:
+        device = overlay.pin.get("device")
+        changes["device"] = DeviceName(device) if device else None
+        changes["devices"] = tuple(DeviceName(d) for d in overlay.pin.get("devices") or ())
+    result.monitors[name] = dataclasses.replace(monitor, **changes)  # type: ignore[arg-type]
 
 
 def _duplicates(entries: Iterable[_Entry], cwd: Path) -> list[Problem]:

@@ -8,10 +8,14 @@ them). Nothing here prints.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
+from types import TracebackType
 
 from reconciler.model import Severity
+
+log = logging.getLogger("monitors.config")
 
 # Stable rule ids -> one-line description (the README's table is generated from this).
 RULES: dict[str, str] = {
@@ -141,4 +145,31 @@ def internal_error(file: str, exc: BaseException) -> Problem:
         summary = summary[:197] + "..."
     return error(file, 1, 1, "", f"internal error: {summary} (please report this: the "
                  f"other files are not affected)", "internal-error")
+
+
+class guard:  # lower case: used like a function, ``with problems.guard(file, found):``
+    """The per-file boundary of the config stage: an exception raised inside (any
+    ``Exception``; bad input is a problem, never a raise, so this is a bug) does not
+    propagate: it is logged with its traceback at debug level and appended to
+    ``problems`` as ``file``'s ``internal-error`` (``internal_error``). ``failed`` tells
+    whether one was caught, so the caller can count the file as invalid.
+    ``KeyboardInterrupt`` and other ``BaseException``s pass through.
+    """
+
+    def __init__(self, file: str, problems: list[Problem]) -> None:
+        self.file = file
+        self.problems = problems
+        self.failed = False
+
+    def __enter__(self) -> guard:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> bool:
+        if not isinstance(exc, Exception):
+            return False
+        log.debug("%s: internal error while checking it", self.file, exc_info=exc)
+        self.problems.append(internal_error(self.file, exc))
+        self.failed = True
+        return True
 
