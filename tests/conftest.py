@@ -110,7 +110,7 @@ os.environ.setdefault("MONITORS_DEVICE", "test-box")
 # seconds; `make fuzz` selects "fuzz" (HYPOTHESIS_PROFILE=fuzz) for a long run. A
 # deadline per example is how the fuzz test says "never hangs".
 hypothesis_settings.register_profile(
-    "default", max_examples=150, deadline=timedelta(seconds=5), database=None,
+    "default", max_examples=400, deadline=timedelta(seconds=5), database=None,
     print_blob=True)
 hypothesis_settings.register_profile(
     "fuzz", max_examples=20_000, deadline=timedelta(seconds=10), print_blob=True)

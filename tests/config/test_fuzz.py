@@ -22,10 +22,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from reconciler import settings as config_settings
+from reconciler.actions import checks
 from reconciler.config import loader
 from reconciler.config.problems import RULES
 from tests.conftest import ROOT, Repo, run_cli
@@ -34,10 +35,12 @@ EXAMPLES = ROOT / "tests" / "examples" / "valid"
 OVERLAY = ("monitor: other\npause:\n  reason: flaky runner\n  until: 2026-12-01T09:00:00Z\n"
            "  author: someone\npin:\n  devices: [box-a, box-b]\n")
 SEEDS: list[tuple[str, str]] = [
-    ("monitor", p.read_text(encoding="utf-8"))
+    (f"monitors.d/{p.name}", p.read_text(encoding="utf-8"))
     for p in sorted([*EXAMPLES.glob("*.yml"), *(ROOT / "monitors.d").glob("*.yml"),
                      *(ROOT / "system").glob("*.yml")])
-] + [("overlay", OVERLAY)]
+] + [("monitors.d/overlays/other.yml", OVERLAY)]
+"""``(where the mutated file goes, its text)``: named after the seed, so it is valid
+until mutated."""
 GOOD = "source: {type: file, path: /fuzz/good}\naction: {type: notify}\n"
 OTHER = "source: {type: file, path: /fuzz/other}\naction: {type: notify}\n"
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -185,23 +188,40 @@ def line_edit(draw: st.DrawFn, lines: list[str]) -> None:
                                               "--- !!map", "? complex", "%YAML 1.2\n---"])))
 
 
-MUTATIONS = [tag, trap, deep, alias, merge, char, truncate, line_edit]
+# The mutations that keep most of a file parseable come twice, so that more examples
+# reach the schema, semantic and resolve stages than stop at a syntax error.
+MUTATIONS = [tag, tag, trap, trap, deep, alias, alias, merge, merge, char, truncate, line_edit]
 
 
 @st.composite
 def mutated(draw: st.DrawFn) -> tuple[str, bytes]:
-    """``(kind, bytes)``: a valid seed file after one to four mutations."""
-    kind, text = draw(st.sampled_from(SEEDS))
+    """``(path below the repository, bytes)``: a valid seed file after one to four
+    mutations."""
+    where, text = draw(st.sampled_from(SEEDS))
     lines = _lines(text)
     for _ in range(draw(st.integers(1, 4))):
         draw(st.sampled_from(MUTATIONS))(draw, lines)
-    return kind, "\n".join(lines).encode("utf-8", "surrogateescape")
+    return where, "\n".join(lines).encode("utf-8", "surrogateescape")
 
 
-def _write(repo: Repo, kind: str, data: bytes) -> Path:
-    for stale in (repo.user / "fuzzed.yml", repo.overlays / "other.yml"):
-        stale.unlink(missing_ok=True)
-    target = repo.user / "fuzzed.yml" if kind == "monitor" else repo.overlays / "other.yml"
+def _repo(root: Path) -> Repo:
+    """A repository with two good monitors (``good``, ``other``) and a channel."""
+    (root / "monitors.d" / "overlays").mkdir(parents=True)
+    repo = Repo(root)
+    repo.write("monitors.d/good.yml", GOOD)
+    repo.write("monitors.d/other.yml", OTHER)
+    repo.write("monitors.toml", "[channels.ops]\nurl = 'json://localhost'\n"
+               "[routines.triage]\nargv = ['true']\n")
+    return repo
+
+
+def _write(repo: Repo, where: str, data: bytes) -> Path:
+    """Write the mutated file at ``where``, removing the one of the previous example."""
+    for directory in (repo.user, repo.overlays):
+        for stale in directory.glob("*.yml"):
+            if stale.name not in ("good.yml", "other.yml") or directory == repo.overlays:
+                stale.unlink()
+    target = repo.root / where
     target.write_bytes(data)
     return target
 
@@ -220,20 +240,20 @@ def _check_problems(result: loader.LoadResult, target: Path, data: bytes) -> Non
 
 @pytest.mark.timeout(0)  # bounded by the profile's max_examples and deadline instead
 def test_mutated_files_never_take_the_others_down(tmp_path: Path) -> None:
-    root = tmp_path / "repo"
-    (root / "monitors.d" / "overlays").mkdir(parents=True)
-    repo = Repo(root)
-    repo.write("monitors.d/good.yml", GOOD)
-    repo.write("monitors.d/other.yml", OTHER)
-    cfg = config_settings.load(root=root)
+    repo = _repo(tmp_path / "repo")
+    cfg = config_settings.load(root=repo.root)
+    check_actions, problems = checks.bound(cfg)
+    assert problems == [] and check_actions is not None
 
     @settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(mutated())
     def check(case: tuple[str, bytes]) -> None:
-        kind, data = case
-        target = _write(repo, kind, data)
-        result = loader.load(cfg, now=NOW)
+        where, data = case
+        target = _write(repo, where, data)
+        result = loader.load(cfg, now=NOW, action_check=check_actions)
         _check_problems(result, target, data)
+        for rule in sorted({p.rule for p in result.problems}) or ["clean"]:
+            event(rule)  # shown by pytest --hypothesis-show-statistics
 
     check()
 
@@ -243,13 +263,9 @@ def test_mutated_files_never_take_the_others_down(tmp_path: Path) -> None:
 @pytest.mark.timeout(0)
 def test_mutated_files_never_make_lint_or_plan_exit_3(
         tmp_path_factory: pytest.TempPathFactory, case: tuple[str, bytes]) -> None:
-    root = tmp_path_factory.mktemp("fuzz") / "repo"
-    (root / "monitors.d" / "overlays").mkdir(parents=True)
-    repo = Repo(root)
-    repo.write("monitors.d/good.yml", GOOD)
-    repo.write("monitors.d/other.yml", OTHER)
-    kind, data = case
-    _write(repo, kind, data)
+    repo = _repo(tmp_path_factory.mktemp("fuzz") / "repo")
+    where, data = case
+    _write(repo, where, data)
     for args in (["lint"], ["lint", "--format", "json"], ["plan"]):
         result = run_cli(args, repo=repo)  # fails the test on exit 3
         assert result.exit_code in (0, 1), result.output
