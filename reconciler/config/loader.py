@@ -217,13 +217,16 @@ def load(settings: Settings, *, paths: Sequence[Path] | None = None,
         rel = rel_text.encode()
         digest.update(b"%d:%s\0" % (len(rel), rel))
         if kind == "overlay":
-            raw, problems = yamlload.read(path, file=file)
-            digest.update(hashlib.sha256(raw).digest() if raw is not None else b"-")
+            raw: bytes | None = None
             doc = None
-            if raw is not None:
-                with P.guard(file, problems):
+            problems: list[Problem] = []
+            with P.guard(file, problems):
+                raw, more = yamlload.read(path, file=file)
+                problems += more
+                if raw is not None:
                     doc, more = yamlload.parse(raw, file=file)
                     problems += more
+            digest.update(hashlib.sha256(raw).digest() if raw is not None else b"-")
             overlay_files.append((path, file, doc, problems))
             continue
         content, entry, problems = next(outcomes)
@@ -263,15 +266,18 @@ def _check(item: tuple[Path, FileKind, str], action_check: ActionCheck | None = 
     """Read and check one monitor file: (sha256 of its bytes, entry or None, problems).
     Never raises: see ``problems.guard``."""
     path, kind, file = item
-    raw, problems = yamlload.read(path, file=file)
-    if raw is None:
-        return b"-", None, problems
     scope = Scope.SYSTEM if kind == "system" else Scope.USER
+    raw: bytes | None = None
     entry: _Entry | None = None
+    problems: list[Problem] = []
     with P.guard(file, problems):
-        entry, more = _monitor(raw, path=path, file=file, scope=scope, action_check=action_check)
+        raw, more = yamlload.read(path, file=file)
         problems += more
-    return hashlib.sha256(raw).digest(), entry, problems
+        if raw is not None:
+            entry, more = _monitor(raw, path=path, file=file, scope=scope,
+                                   action_check=action_check)
+            problems += more
+    return (hashlib.sha256(raw).digest() if raw is not None else b"-"), entry, problems
 
 
 def _map(items: list[tuple[Path, FileKind, str]], jobs: int | None,

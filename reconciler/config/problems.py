@@ -172,4 +172,3 @@ class guard:  # lower case: used like a function, ``with problems.guard(file, fo
         self.problems.append(internal_error(self.file, exc))
         self.failed = True
         return True
-
