@@ -238,32 +238,36 @@ def _check_problems(result: loader.LoadResult, target: Path, data: bytes) -> Non
     assert "good" in result.monitors, result.problems
 
 
+def _shared_repo(factory: pytest.TempPathFactory) -> Repo:
+    """One repository for all examples of a test run (``_write`` replaces the mutated file)."""
+    root = factory.getbasetemp() / "fuzz-repo"
+    return Repo(root) if root.exists() else _repo(root)
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(case=mutated())
 @pytest.mark.timeout(0)  # bounded by the profile's max_examples and deadline instead
-def test_mutated_files_never_take_the_others_down(tmp_path: Path) -> None:
-    repo = _repo(tmp_path / "repo")
+def test_mutated_files_never_take_the_others_down(
+        tmp_path_factory: pytest.TempPathFactory, case: tuple[str, bytes]) -> None:
+    repo = _shared_repo(tmp_path_factory)
     cfg = config_settings.load(root=repo.root)
     check_actions, problems = checks.bound(cfg)
     assert problems == [] and check_actions is not None
-
-    @settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-    @given(mutated())
-    def check(case: tuple[str, bytes]) -> None:
-        where, data = case
-        target = _write(repo, where, data)
-        result = loader.load(cfg, now=NOW, action_check=check_actions)
-        _check_problems(result, target, data)
-        for rule in sorted({p.rule for p in result.problems}) or ["clean"]:
-            event(rule)  # shown by pytest --hypothesis-show-statistics
-
-    check()
+    where, data = case
+    target = _write(repo, where, data)
+    result = loader.load(cfg, now=NOW, action_check=check_actions)
+    _check_problems(result, target, data)
+    for rule in sorted({p.rule for p in result.problems}) or ["clean"]:
+        event(rule)  # pytest --hypothesis-show-statistics shows what the examples reached
 
 
-@settings(max_examples=max(10, settings.default.max_examples // 6))
+@settings(max_examples=max(10, settings.default.max_examples // 6),
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(case=mutated())
 @pytest.mark.timeout(0)
 def test_mutated_files_never_make_lint_or_plan_exit_3(
         tmp_path_factory: pytest.TempPathFactory, case: tuple[str, bytes]) -> None:
-    repo = _repo(tmp_path_factory.mktemp("fuzz") / "repo")
+    repo = _shared_repo(tmp_path_factory)
     where, data = case
     _write(repo, where, data)
     for args in (["lint"], ["lint", "--format", "json"], ["plan"]):
