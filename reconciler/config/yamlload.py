@@ -306,18 +306,16 @@ class _Builder:
                 continue
             if key_node.tag == _MERGE:
                 if merge is not None:
-                    first = merge[0].start_mark
                     self.add(key_node, path, f"a second merge key << in one mapping (first "
-                             f"at line {first.line + 1}); merge a list: <<: [*a, *b]",
+                             f"at line {self.line(merge[0])}); merge a list: <<: [*a, *b]",
                              "duplicate-key")
                     continue
                 merge = (key_node, value_node)
                 continue
             key = key_node.value
             if key in seen:
-                first = seen[key].start_mark
                 self.add(key_node, (*path, key),
-                         f"duplicate key {key!r} (first at line {first.line + 1}); "
+                         f"duplicate key {key!r} (first at line {self.line(seen[key])}); "
                          f"YAML would silently keep this one", "duplicate-key")
             seen[key] = key_node
             if (value_node.__class__ is _SCALAR_NODE and value_node.tag == _STR
@@ -344,12 +342,12 @@ class _Builder:
             if not isinstance(value, dict):
                 self.add(src, path, "a merge (<<) needs a mapping", "yaml-syntax")
                 continue
-            line = src.start_mark.line + 1
+            line = self.line(src)
             for k, v in value.items():
                 if k in seen:
                     self.add(seen[k], (*path, k),
                              f"duplicate key {k!r}: the merge (<<) at line "
-                             f"{key_node.start_mark.line + 1} also sets it; YAML would "
+                             f"{self.line(key_node)} also sets it; YAML would "
                              f"silently keep this one", "duplicate-key")
                 elif k in merged_from:
                     self.add(key_node, (*path, k),
@@ -410,6 +408,10 @@ class _Builder:
 
     def bad_tag(self, node: yaml.Node, path: Path_) -> None:
         self.add(node, path, f"unsupported YAML tag {node.tag}; use plain values", "yaml-tag")
+
+    def line(self, node: yaml.Node) -> int:
+        """The 1-based line of ``node`` (for messages naming another line)."""
+        return _at(node.start_mark, self.text)[0]
 
     def add(self, node: yaml.Node, path: Path_, message: str, rule: str) -> None:
         line, col = _at(node.start_mark, self.text)

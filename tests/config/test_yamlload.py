@@ -266,3 +266,10 @@ def test_positions_count_lines_as_editors_do(brk: str) -> None:
 
 def test_windows_line_endings_keep_positions() -> None:
     assert parse("a: 1\r\nb: !!int z\r\n")[1] == [(2, 4, "yaml-tag")]
+
+
+def test_merge_duplicate_names_the_other_line() -> None:
+    _, problems = yamlload.parse(b"m:\n  <<: {match: x}\n  match: y\n", file="f.yml")
+    assert [p.format() for p in problems] == [
+        "f.yml:3:3: error: m.match: duplicate key 'match': the merge (<<) at line 2 also sets "
+        "it; YAML would silently keep this one [duplicate-key]"]
