@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: lint plan apply run test check bench clean
+.PHONY: lint plan apply run test fuzz check bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,11 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/pytest
 
+# The config-stage fuzz test with the long hypothesis profile (tens of thousands of
+# mutated files; `make test` runs the same test for a few seconds).
+fuzz: $(STAMP)
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest tests/config/test_fuzz.py -o timeout=0 -p no:cacheprovider
+
 check: $(STAMP)
 	$(BIN)/ruff check reconciler tests bench
 	$(BIN)/mypy
@@ -40,4 +45,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/reconcile_latency.py
 
 clean:
-	rm -rf $(VENV) .history
+	rm -rf $(VENV) .history .hypothesis

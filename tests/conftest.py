@@ -7,10 +7,12 @@ import sys
 import textwrap
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import settings as hypothesis_settings
 
 from reconciler.cli import main as cli_main
 
@@ -134,3 +136,14 @@ def processes_with_arg(arg: str) -> list[int]:
 def unique_sleep() -> str:
     """A ``sleep`` duration no other process uses (about 333 s), for ``processes_with_arg``."""
     return f"333.{os.getpid()}{time.monotonic_ns() % 100000:05d}"
+
+
+# Hypothesis profiles (tests/config/test_fuzz.py): "default" keeps `make test` to a few
+# seconds; `make fuzz` selects "fuzz" (HYPOTHESIS_PROFILE=fuzz) for a long run. A
+# deadline per example is how the fuzz test says "never hangs".
+hypothesis_settings.register_profile(
+    "default", max_examples=400, deadline=timedelta(seconds=5), database=None,
+    print_blob=True)
+hypothesis_settings.register_profile(
+    "fuzz", max_examples=20_000, deadline=timedelta(seconds=10), print_blob=True)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))

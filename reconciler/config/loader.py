@@ -7,6 +7,12 @@ overlays (pause, pin), fills defaults and fingerprints (``normalize``), and
 checks what needs more than one file: duplicate names, duplicate fingerprints
 across both layers, overlays naming no monitor, expired pauses. Problems are
 collected, never raised; no input produces an exception. No printing, no click.
+
+One file can never take the others down: reading, checking and resolving each
+file runs inside a boundary (``problems.guard``) that turns any exception, a bug by
+definition, into that file's ``internal-error`` problem; the file then counts as
+invalid (the daemon keeps its last applied version) and every other file is
+loaded as usual, in lint, plan, the daemon and every view.
 """
 
 from __future__ import annotations
@@ -211,12 +217,16 @@ def load(settings: Settings, *, paths: Sequence[Path] | None = None,
         rel = rel_text.encode()
         digest.update(b"%d:%s\0" % (len(rel), rel))
         if kind == "overlay":
-            raw, problems = yamlload.read(path, file=file)
-            digest.update(hashlib.sha256(raw).digest() if raw is not None else b"-")
+            raw: bytes | None = None
             doc = None
-            if raw is not None:
-                doc, more = yamlload.parse(raw, file=file)
+            problems: list[Problem] = []
+            with P.guard(file, problems):
+                raw, more = yamlload.read(path, file=file)
                 problems += more
+                if raw is not None:
+                    doc, more = yamlload.parse(raw, file=file)
+                    problems += more
+            digest.update(hashlib.sha256(raw).digest() if raw is not None else b"-")
             overlay_files.append((path, file, doc, problems))
             continue
         content, entry, problems = next(outcomes)
@@ -256,14 +266,21 @@ _Outcome = tuple[bytes, "_Entry | None", list[Problem]]
 
 
 def _check(item: tuple[Path, FileKind, str], action_check: ActionCheck | None = None) -> _Outcome:
-    """Read and check one monitor file: (sha256 of its bytes, entry or None, problems)."""
+    """Read and check one monitor file: (sha256 of its bytes, entry or None, problems).
+    Never raises: see ``problems.guard``."""
     path, kind, file = item
-    raw, problems = yamlload.read(path, file=file)
-    if raw is None:
-        return b"-", None, problems
     scope = Scope.SYSTEM if kind == "system" else Scope.USER
-    entry, more = _monitor(raw, path=path, file=file, scope=scope, action_check=action_check)
-    return hashlib.sha256(raw).digest(), entry, problems + more
+    raw: bytes | None = None
+    entry: _Entry | None = None
+    problems: list[Problem] = []
+    with P.guard(file, problems):
+        raw, more = yamlload.read(path, file=file)
+        problems += more
+        if raw is not None:
+            entry, more = _monitor(raw, path=path, file=file, scope=scope,
+                                   action_check=action_check)
+            problems += more
+    return (hashlib.sha256(raw).digest() if raw is not None else b"-"), entry, problems
 
 
 def _map(items: list[tuple[Path, FileKind, str]], jobs: int | None,
@@ -298,29 +315,42 @@ _ACTION_RULES = {"prompt": "bad-template", "message": "bad-template", "agent": "
 
 def _monitor(raw: bytes, *, path: Path, file: str, scope: Scope,
              action_check: ActionCheck | None = None) -> tuple[_Entry | None, list[Problem]]:
+    """Parse, validate and normalize one monitor file's bytes.
+
+    The semantic checks (regexes, templates, durations, URLs, and ``action_check``'s
+    references) run beside schema errors, on every field that is not itself wrong:
+    their findings at or below a field that already has an error are dropped, so one
+    run reports every independent problem and none twice.
+    """
     doc, problems = yamlload.parse(raw, file=file)
     if doc is None:
         return None, problems
     broken = {p.field for p in problems}  # a duplicate key or tag already explains these
     problems += [p for p in validate.check(doc, kind="monitor") if p.field not in broken]
-    stem = path.stem
-    if not _has_error(problems):
-        problems += semantic.check(doc, stem=stem)
-    if action_check is not None and not _has_error(problems):
-        for field_name, message in action_check(doc.data["action"]):
+    wrong = {p.field for p in problems if p.field and p.severity is Severity.ERROR}
+    more = semantic.check(doc, stem=path.stem)
+    action = doc.data.get("action")
+    if action_check is not None and isinstance(action, dict):
+        for field_name, message in action_check(action):
             steps = tuple(field_name.split("."))
             line, col = doc.position(steps)
-            problems.append(P.error(file, line, col, field_name, message,
-                                    _ACTION_RULES.get(steps[-1], "schema")))
+            more.append(P.error(file, line, col, field_name, message,
+                                _ACTION_RULES.get(steps[-1], "schema")))
+    problems += more if not wrong else [p for p in more if not _below(p.field, wrong)]
     if _has_error(problems):
         return None, problems
-    line = doc.root.start_mark.line + 1
+    line = doc.position(())[0]
     try:
-        monitor = normalize.monitor(doc.data, name=stem, scope=scope, origin=path, line=line)
+        monitor = normalize.monitor(doc.data, name=path.stem, scope=scope, origin=path, line=line)
     except (ValueError, KeyError, TypeError) as e:  # schema and semantic checks should prevent it
         problems.append(P.error(file, line, 1, "", f"cannot normalize: {e}", "schema"))
         return None, problems
     return _Entry(monitor, doc.position(("source",), key=True)), problems
+
+
+def _below(field_name: str, fields: set[str]) -> bool:
+    """True when ``field_name`` is one of ``fields`` or lies below one (``a.b`` below ``a``)."""
+    return field_name in fields or any(field_name.startswith(f + ".") for f in fields)
 
 
 def _has_error(problems: Iterable[Problem]) -> bool:
@@ -388,49 +418,64 @@ def _resolve(result: LoadResult, layers: dict[Scope, dict[MonitorName, _Entry]],
 def _apply_overlays(result: LoadResult,
                     files: list[tuple[Path, str, yamlload.Document | None, list[Problem]]],
                     found: list[Problem], now: datetime, cwd: Path) -> None:
+    """Validate each overlay and apply it to the monitor it names, one ``problems.guard`` per
+    file: an overlay that raises makes its monitor invalid, never silently unpaused."""
     known = set(result.monitors) | set(result.invalid)
     by_monitor: dict[str, Path] = {}
     for path, file, doc, problems in files:
-        overlay = None
-        if doc is not None:
-            overlay, problems = overlays.from_document(doc, path, problems)
-        found.extend(problems)
-        if overlay is None:
+        with P.guard(file, found) as guard:
+            _apply_overlay(result, path, file, doc, problems, found=found, known=known,
+                           by_monitor=by_monitor, now=now, cwd=cwd)
+        if guard.failed:
             name = MonitorName(path.stem)
-            if name in result.monitors:  # a broken pause must not silently resume
-                del result.monitors[name]
+            result.overlays.pop(name, None)
+            if result.monitors.pop(name, None) is not None:
                 result.invalid[name] = path
-            continue
-        name = MonitorName(overlay.monitor)
-        if name in by_monitor:
-            found.append(P.error(file, overlay.line, overlay.col, "monitor",
-                                 f"a second overlay for {name!r} (first: "
-                                 f"{display(by_monitor[name], cwd)})", "duplicate-name"))
-            continue
-        by_monitor[name] = path
-        if name not in known:
-            hint = validate.suggest(name, sorted(known))
-            found.append(P.error(file, overlay.line, overlay.col, "monitor",
-                                 f"overlay for {name!r}, but no layer defines that monitor{hint}",
-                                 "overlay-orphan"))
-            continue
-        result.overlays[name] = overlay
-        monitor = result.monitors.get(name)
-        if monitor is None:
-            continue
-        pause = overlay.pause
-        if pause is not None and overlays.is_expired(pause, now):
-            found.append(P.warning(file, overlay.until_pos[0], overlay.until_pos[1],
-                                   "pause.until",
-                                   f"pause expired at {pause.until}: {name} runs again; remove "
-                                   f"the overlay (monitors resume {name})", "overlay-expired"))
-            pause = None
-        changes: dict[str, object] = {"overlay": path, "pause": pause}
-        if overlay.pin:
-            device = overlay.pin.get("device")
-            changes["device"] = DeviceName(device) if device else None
-            changes["devices"] = tuple(DeviceName(d) for d in overlay.pin.get("devices") or ())
-        result.monitors[name] = dataclasses.replace(monitor, **changes)  # type: ignore[arg-type]
+
+
+def _apply_overlay(result: LoadResult, path: Path, file: str, doc: yamlload.Document | None,
+                   problems: list[Problem], *, found: list[Problem], known: set[MonitorName],
+                   by_monitor: dict[str, Path], now: datetime, cwd: Path) -> None:
+    overlay = None
+    if doc is not None:
+        overlay, problems = overlays.from_document(doc, path, problems)
+    found.extend(problems)
+    if overlay is None:
+        name = MonitorName(path.stem)
+        if name in result.monitors:  # a broken pause must not silently resume
+            del result.monitors[name]
+            result.invalid[name] = path
+        return
+    name = MonitorName(overlay.monitor)
+    if name in by_monitor:
+        found.append(P.error(file, overlay.line, overlay.col, "monitor",
+                             f"a second overlay for {name!r} (first: "
+                             f"{display(by_monitor[name], cwd)})", "duplicate-name"))
+        return
+    by_monitor[name] = path
+    if name not in known:
+        hint = validate.suggest(name, sorted(known))
+        found.append(P.error(file, overlay.line, overlay.col, "monitor",
+                             f"overlay for {name!r}, but no layer defines that monitor{hint}",
+                             "overlay-orphan"))
+        return
+    result.overlays[name] = overlay
+    monitor = result.monitors.get(name)
+    if monitor is None:
+        return
+    pause = overlay.pause
+    if pause is not None and overlays.is_expired(pause, now):
+        found.append(P.warning(file, overlay.until_pos[0], overlay.until_pos[1],
+                               "pause.until",
+                               f"pause expired at {pause.until}: {name} runs again; remove "
+                               f"the overlay (monitors resume {name})", "overlay-expired"))
+        pause = None
+    changes: dict[str, object] = {"overlay": path, "pause": pause}
+    if overlay.pin:
+        device = overlay.pin.get("device")
+        changes["device"] = DeviceName(device) if device else None
+        changes["devices"] = tuple(DeviceName(d) for d in overlay.pin.get("devices") or ())
+    result.monitors[name] = dataclasses.replace(monitor, **changes)  # type: ignore[arg-type]
 
 
 def _duplicates(entries: Iterable[_Entry], cwd: Path) -> list[Problem]:

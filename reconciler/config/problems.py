@@ -8,10 +8,14 @@ them). Nothing here prints.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
+from types import TracebackType
 
 from reconciler.model import Severity
+
+log = logging.getLogger("monitors.config")
 
 # Stable rule ids -> one-line description (the README's table is generated from this).
 RULES: dict[str, str] = {
@@ -21,9 +25,12 @@ RULES: dict[str, str] = {
     "empty-file": "the file holds no YAML document",
     "yaml-syntax": "the YAML does not parse (or holds more than one document)",
     "tab": "a tab character where YAML needs spaces",
-    "yaml-tag": "an explicit tag (!!python/..., !custom) that monitors never accept",
+    "yaml-tag": "an explicit tag (!!python/..., !custom) that monitors never accept, or a "
+                "core tag on a value not of its type (!!int abc)",
     "yaml-aliases": "anchors and aliases expand past the limit (alias bomb) or recurse",
-    "duplicate-key": "a key appears twice in one mapping (YAML would keep the last silently)",
+    "yaml-depth": "lists and mappings nested more than 64 levels deep",
+    "duplicate-key": "a key appears twice in one mapping, or beside a merge (<<) that also "
+                     "sets it (YAML would keep one silently)",
     "yaml11-bool": "unquoted yes/no/on/off/y/n: YAML 1.1 reads a boolean where text was meant",
     "yaml11-octal": "unquoted 0777: YAML 1.1 reads an octal number",
     "yaml11-sexagesimal": "unquoted 1:30: YAML 1.1 reads a base-60 number (90)",
@@ -63,6 +70,8 @@ RULES: dict[str, str] = {
     "missing-layer": "the user layer, or a layer directory [layers] names, does not exist",
     "unsafe-permissions": "a file that can run commands (or monitors.toml with agents or "
                           "routines) is writable by, or owned by, another user",
+    "internal-error": "a bug in monitors while checking this file (please report it); the "
+                      "file counts as invalid and every other file is checked as usual",
 }
 
 
@@ -127,3 +136,46 @@ def counts(problems: Iterable[Problem]) -> tuple[int, int]:
 def dotted(path: Iterable[str | int]) -> str:
     """Join an instance path as a dotted field name: ``("devices", 1)`` -> ``devices.1``."""
     return ".".join(str(p) for p in path)
+
+
+def internal_error(file: str, exc: BaseException) -> Problem:
+    """The ``internal-error`` problem for an exception raised while checking ``file``.
+
+    The message is the exception's one-line summary (type and first line, capped at
+    200 characters) and asks for a report: ``internal error: ValueError: ... (please
+    report this: the other files are not affected)``. Position 1:1 (a whole-file
+    problem).
+    """
+    lines = str(exc).strip().splitlines()
+    summary = type(exc).__name__ + (f": {lines[0]}" if lines else "")
+    if len(summary) > 200:
+        summary = summary[:197] + "..."
+    return error(file, 1, 1, "", f"internal error: {summary} (please report this: the "
+                 f"other files are not affected)", "internal-error")
+
+
+class guard:  # lower case: used like a function, ``with problems.guard(file, found):``
+    """The per-file boundary of the config stage: an exception raised inside (any
+    ``Exception``; bad input is a problem, never a raise, so this is a bug) does not
+    propagate: it is logged with its traceback at debug level and appended to
+    ``problems`` as ``file``'s ``internal-error`` (``internal_error``). ``failed`` tells
+    whether one was caught, so the caller can count the file as invalid.
+    ``KeyboardInterrupt`` and other ``BaseException``s pass through.
+    """
+
+    def __init__(self, file: str, problems: list[Problem]) -> None:
+        self.file = file
+        self.problems = problems
+        self.failed = False
+
+    def __enter__(self) -> guard:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> bool:
+        if not isinstance(exc, Exception):
+            return False
+        log.debug("%s: internal error while checking it", self.file, exc_info=exc)
+        self.problems.append(internal_error(self.file, exc))
+        self.failed = True
+        return True

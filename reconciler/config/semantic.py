@@ -1,4 +1,4 @@
-"""Semantic checks on one schema-valid monitor document (DESIGN.md §3, step 2).
+"""Semantic checks on one monitor document (DESIGN.md §3, step 2).
 
 What JSON Schema cannot say: names match file stems, durations parse and
 intervals lie within 500ms..7d, regexes compile with Python ``re`` (the engine
@@ -6,6 +6,11 @@ the conditions use), Jinja2 templates parse, and the coverage lint (a ``match``
 naming only a success token: silence is not success). Cross-file checks
 (duplicate names and fingerprints, shadowing, overlays) live in ``loader``.
 Pure: no I/O.
+
+The document need not be schema-valid: every check looks only at a field of the
+type it expects and skips anything else (the schema reports it), so the loader
+runs these beside schema errors and one lint run reports every independent
+problem. Never raises on any document ``yamlload`` builds.
 """
 
 from __future__ import annotations
@@ -49,7 +54,8 @@ _WORDS = re.compile(r"[a-z]+")
 
 
 def check(doc: Document, *, stem: str) -> list[Problem]:
-    """Semantic problems of one schema-valid monitor ``doc`` whose file stem is ``stem``."""
+    """Semantic problems of the monitor ``doc`` (schema-valid or not) whose file stem is
+    ``stem``; fields of an unexpected type are skipped."""
     out: list[Problem] = []
     data = doc.data
     out.extend(_name(doc, stem))
@@ -65,7 +71,8 @@ def check(doc: Document, *, stem: str) -> list[Problem]:
         for key in ("match", "dedupeKey"):
             if isinstance(condition.get(key), str):
                 out.extend(_regex(doc, ("condition", key), condition[key]))
-        for i, pattern in enumerate(condition.get("ignore") or ()):
+        ignore = condition.get("ignore")
+        for i, pattern in enumerate(ignore if isinstance(ignore, list) else ()):
             if isinstance(pattern, str):
                 out.extend(_regex(doc, ("condition", "ignore", i), pattern))
         if condition.get("mode") == "match" and isinstance(condition.get("match"), str):
@@ -153,6 +160,8 @@ def duration_error(interval: bool, value: Any) -> tuple[str, str] | None:
         seconds = durations.parse(value)
     except ValueError as e:
         return str(e), "bad-duration"
+    except OverflowError:
+        return f"duration {str(value)[:20]}... is too large", "bad-duration"
     if interval and not durations.MIN_INTERVAL <= seconds <= durations.MAX_INTERVAL:
         return f"interval {value!r} is outside 500ms..7d", "interval-range"
     if seconds <= 0:

@@ -246,9 +246,11 @@ def _translate(doc: Document, kind: schemas.Kind, err: Any, path: Path_,
     if "duration" in schema_path and name in ("oneOf", "pattern", "type", "minimum"):
         try:
             durations.parse(value)
-            message = f"invalid duration {value!r}"
+            message = f"invalid duration {_short(value)}"
         except ValueError as e:
             message = str(e)
+        except OverflowError:
+            message = f"duration {_short(value)} is too large"
         return [P.error(file, line, col, field, message, "bad-duration")]
     if name == "type":
         types = detail.get("types", [])

@@ -4,7 +4,10 @@ Parsing uses PyYAML's C composer (``yaml.compose`` with ``CSafeLoader``), which
 gives a node graph with line/column marks; we construct plain Python values from
 it ourselves so that:
 
-* a duplicate key in a mapping is a problem (PyYAML keeps the last one silently);
+* a duplicate key in a mapping is a problem (PyYAML keeps the last one silently),
+  and so is a key that a merge (``<<``, YAML 1.1's merge key type) would set while
+  the mapping, or an earlier merged mapping, also sets it (YAML 1.1 keeps one of
+  them silently); merge keys otherwise work;
 * mapping keys are the key's text (``on:`` stays ``"on"``, never ``True``);
 * timestamps stay strings (no ``datetime``), binary stays text;
 * YAML 1.1 coercions of plain scalars (``yes/no/on/off`` -> bool, ``0777`` ->
@@ -12,7 +15,12 @@ it ourselves so that:
   validator can flag them where a string was meant (``validate``);
 * alias expansion is bounded (``MAX_NODES`` constructed values per document) and
   recursive aliases are refused, so an alias bomb ends in milliseconds;
-* explicit tags other than the core ones (``!!python/object``, ``!foo``) are refused.
+* explicit tags other than the core ones (``!!python/object``, ``!foo``) are refused,
+  and so is a core tag on a value that is not of its type (``!!int abc``, an empty
+  ``!!float``): the node keeps its text and gets a ``yaml-tag`` problem;
+* nesting is bounded (``MAX_DEPTH`` collections inside one another), below the
+  schema validator's own recursion limit, so deep input is one ``yaml-depth``
+  problem at the node that went too deep.
 
 File-level problems: unreadable, larger than ``MAX_BYTES``, not UTF-8, empty,
 tabs, a syntax error, more than one document, a list or scalar at the top.
@@ -41,6 +49,12 @@ MAX_BYTES = 1024 * 1024
 """Largest monitor or overlay file accepted (1 MiB)."""
 
 MAX_NODES = 10_000
+
+MAX_DEPTH = 64
+"""Most collections nested inside one another in a document, the top-level mapping
+included. A monitor needs about 4; ``jsonschema_rs`` fails on instances nested
+past about 250 levels, and Python's recursion limit (1000 frames) must not be
+reached while building (two frames per mapping level): 64 stays below both."""
 """Largest number of values one document may construct, aliases expanded."""
 
 _STR = "tag:yaml.org,2002:str"
@@ -54,6 +68,9 @@ _MERGE = "tag:yaml.org,2002:merge"
 _TEXT_TAGS = frozenset({_STR, "tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:binary"})
 _OCTAL = re.compile(r"[-+]?0[0-7_]+")
 _YN = frozenset({"y", "Y", "n", "N"})
+_BOOL_TEXT = frozenset({"yes", "no", "true", "false", "on", "off"})
+_NULL_TEXT = frozenset({"", "~", "null", "Null", "NULL"})
+_TYPE_NAMES = {_INT: "an integer", _FLOAT: "a number", _BOOL: "a boolean", _NULL: "null"}
 _CONSTRUCTOR = SafeConstructor()
 _IMPLICIT_FIRST = frozenset(k for k in Resolver.yaml_implicit_resolvers if k)
 _RESOLVED: dict[str, str] = {}  # plain scalar text -> implicit tag (it depends on the text only)
@@ -95,6 +112,14 @@ class _Loader(CParser):
         return tag
 
 
+def _implicit(text: str) -> str:
+    """The tag YAML 1.1 gives the plain scalar ``text`` (as ``_Loader.resolve``)."""
+    for candidate, regexp in _IMPLICIT.get(text[:1], ()):
+        if regexp.match(text):
+            return candidate
+    return _STR
+
+
 def _compose(text: str) -> yaml.Node | None:
     loader = _Loader(text)
     try:
@@ -104,6 +129,21 @@ def _compose(text: str) -> yaml.Node | None:
         loader.dispose()
 
 Path_ = tuple[str | int, ...]
+
+# Line breaks YAML 1.1 (so libyaml's marks) counts that editors and YAML 1.2 do not: a
+# lone CR, NEL, LS and PS. A text holding one gets its positions counted by "\n".
+_ODD_BREAKS = re.compile("\r(?!\n)|[\x85\u2028\u2029]")
+
+
+def _at(mark: Any, text: str | None) -> tuple[int, int]:
+    """1-based ``(line, col)`` of a libyaml mark. With ``text`` (only passed when it holds
+    an odd line break, see ``_ODD_BREAKS``) lines are counted by ``\n`` from the mark's
+    character index, as an editor shows them."""
+    if text is None:
+        return mark.line + 1, mark.column + 1
+    index = min(mark.index, len(text))
+    start = text.rfind("\n", 0, index) + 1
+    return text.count("\n", 0, index) + 1, index - start + 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,12 +186,15 @@ class Document:
             plus ``float``).
         root: the top-level ``yaml.MappingNode``.
         surprises: YAML 1.1 coercions by instance path.
+        text: the source text when it holds a line break only YAML 1.1 counts (a
+            lone CR, NEL, LS, PS), so positions are counted by ``\n``; else None.
     """
 
     file: str
     data: dict[str, Any]
     root: yaml.MappingNode
     surprises: dict[Path_, Surprise] = field(default_factory=dict)
+    text: str | None = None
 
     def node(self, path: Sequence[str | int]) -> tuple[yaml.Node, yaml.Node | None]:
         """Return ``(value_node, key_node)`` for the deepest node along ``path``.
@@ -183,28 +226,33 @@ class Document:
         """1-based ``(line, col)`` of the value at ``path`` (of its key when ``key``)."""
         node, key_node = self.node(path)
         mark = key_node.start_mark if key and key_node is not None else node.start_mark
-        return mark.line + 1, mark.column + 1
+        return _at(mark, self.text)
 
     def parent_position(self, path: Sequence[str | int]) -> tuple[int, int]:
         """Position for a problem about the mapping at ``path`` as a whole (a missing
         required key): the line of the key holding it, or the document start."""
         node, key_node = self.node(path)
-        mark = (key_node or node).start_mark
-        return mark.line + 1, mark.column + 1
+        return _at((key_node or node).start_mark, self.text)
 
 
 class _Limit(Exception):
-    def __init__(self, message: str, rule: str, path: Path_) -> None:
+    """A bound was passed: the document is refused as a whole. ``node`` is where, when
+    its position means something (aliases have no marks of their own)."""
+
+    def __init__(self, message: str, rule: str, path: Path_,
+                 node: yaml.Node | None = None) -> None:
         super().__init__(message)
         self.rule = rule
         self.path = path
+        self.node = node
 
 
 class _Builder:
     """Constructs values from a composed node graph, recording problems."""
 
-    def __init__(self, file: str) -> None:
+    def __init__(self, file: str, text: str | None = None) -> None:
         self.file = file
+        self.text = text
         self.count = 0
         self.active: set[int] = set()
         self.problems: list[Problem] = []
@@ -221,6 +269,9 @@ class _Builder:
         ident = id(node)
         if ident in self.active:
             raise _Limit("recursive alias: a node contains itself", "yaml-aliases", path)
+        if len(path) >= MAX_DEPTH:
+            raise _Limit(f"nested deeper than {MAX_DEPTH} levels (lists and mappings inside "
+                         f"one another)", "yaml-depth", path, node)
         self.active.add(ident)
         try:
             if cls is _MAPPING_NODE:
@@ -248,22 +299,23 @@ class _Builder:
     def mapping(self, node: yaml.MappingNode, path: Path_) -> dict[str, Any]:
         out: dict[str, Any] = {}
         seen: dict[str, yaml.Node] = {}
-        merged: list[yaml.Node] = []
+        merge: tuple[yaml.Node, yaml.Node] | None = None
         for key_node, value_node in node.value:
             if key_node.__class__ is not _SCALAR_NODE:
-                if key_node.tag == _MERGE:  # pragma: no cover - a merge key is a scalar
-                    merged.append(value_node)
-                else:
-                    self.add(key_node, path, "a mapping key must be plain text", "yaml-syntax")
+                self.add(key_node, path, "a mapping key must be plain text", "yaml-syntax")
                 continue
             if key_node.tag == _MERGE:
-                merged.append(value_node)
+                if merge is not None:
+                    self.add(key_node, path, f"a second merge key << in one mapping (first "
+                             f"at line {self.line(merge[0])}); merge a list: <<: [*a, *b]",
+                             "duplicate-key")
+                    continue
+                merge = (key_node, value_node)
                 continue
             key = key_node.value
             if key in seen:
-                first = seen[key].start_mark
                 self.add(key_node, (*path, key),
-                         f"duplicate key {key!r} (first at line {first.line + 1}); "
+                         f"duplicate key {key!r} (first at line {self.line(seen[key])}); "
                          f"YAML would silently keep this one", "duplicate-key")
             seen[key] = key_node
             if (value_node.__class__ is _SCALAR_NODE and value_node.tag == _STR
@@ -273,16 +325,38 @@ class _Builder:
                 out[key] = value_node.value
             else:
                 out[key] = self.build(value_node, (*path, key))
-        for source in merged:  # explicit keys win over merged ones, as in YAML 1.1
-            sources = source.value if isinstance(source, yaml.SequenceNode) else [source]
-            for src in sources:
-                value = self.build(src, path)
-                if not isinstance(value, dict):
-                    self.add(src, path, "a merge (<<) needs a mapping", "yaml-syntax")
-                    continue
-                for k, v in value.items():
-                    out.setdefault(k, v)
+        if merge is not None:
+            self.merge(out, seen, merge, path)
         return out
+
+    def merge(self, out: dict[str, Any], seen: dict[str, yaml.Node],
+              merge: tuple[yaml.Node, yaml.Node], path: Path_) -> None:
+        """Add the keys a merge key brings (YAML 1.1 merge type: explicit keys win, then
+        the earlier merged mapping). A key set twice is a ``duplicate-key`` problem:
+        at the explicit key, or at ``<<`` for two merged mappings."""
+        key_node, source = merge
+        merged_from: dict[str, int] = {}
+        sources = source.value if source.__class__ is _SEQUENCE_NODE else [source]
+        for src in sources:
+            value = self.build(src, path)
+            if not isinstance(value, dict):
+                self.add(src, path, "a merge (<<) needs a mapping", "yaml-syntax")
+                continue
+            line = self.line(src)
+            for k, v in value.items():
+                if k in seen:
+                    self.add(seen[k], (*path, k),
+                             f"duplicate key {k!r}: the merge (<<) at line "
+                             f"{self.line(key_node)} also sets it; YAML would "
+                             f"silently keep this one", "duplicate-key")
+                elif k in merged_from:
+                    self.add(key_node, (*path, k),
+                             f"duplicate key {k!r}: merged from the mappings at line "
+                             f"{merged_from[k]} and line {line}; YAML would silently keep "
+                             f"the first", "duplicate-key")
+                else:
+                    merged_from[k] = line
+                    out[k] = v
 
     def scalar(self, node: yaml.ScalarNode, path: Path_) -> Any:
         tag, text = node.tag, node.value
@@ -290,40 +364,58 @@ class _Builder:
             if not node.style and text in _YN:
                 self.surprise(node, path, "yaml11-bool", text in "yY")
             return text
-        if tag == _NULL:
-            return None
         plain = not node.style
+        if tag == _NULL:
+            if text in _NULL_TEXT:
+                return None
+            return self.not_of_type(node, path)
         if tag == _BOOL:
-            value = text.lower() in ("yes", "true", "on")
-            if plain and text.lower() not in ("true", "false"):
+            lowered = text.lower()
+            if lowered not in _BOOL_TEXT:
+                return self.not_of_type(node, path)
+            value = lowered in ("yes", "true", "on")
+            if plain and lowered not in ("true", "false"):
                 self.surprise(node, path, "yaml11-bool", value)
             return value
-        if tag == _INT:
-            result: Any = _CONSTRUCTOR.construct_yaml_int(node)
+        if tag in (_INT, _FLOAT):
+            try:
+                result: Any = (_CONSTRUCTOR.construct_yaml_int(node) if tag == _INT
+                               else _CONSTRUCTOR.construct_yaml_float(node))
+            except (ValueError, IndexError, OverflowError):
+                # "0b_" matches YAML 1.1's int pattern without a digit; a plain one
+                # stays text (as YAML 1.2 reads it), an explicit tag is a problem.
+                return text if plain and _implicit(text) == tag else self.not_of_type(node,
+                                                                                      path)
             if plain and ":" in text:
                 self.surprise(node, path, "yaml11-sexagesimal", result)
-            elif plain and _OCTAL.fullmatch(text) and text.strip("+-0_"):
+            elif tag == _INT and plain and _OCTAL.fullmatch(text) and text.strip("+-0_"):
                 self.surprise(node, path, "yaml11-octal", result)
-            return result
-        if tag == _FLOAT:
-            result = _CONSTRUCTOR.construct_yaml_float(node)
-            if plain and ":" in text:
-                self.surprise(node, path, "yaml11-sexagesimal", result)
             return result
         self.bad_tag(node, path)
         return text
 
+    def not_of_type(self, node: yaml.ScalarNode, path: Path_) -> str:
+        """A core tag on a value that is not of its type: a problem; the text is kept."""
+        short = node.tag.rsplit(":", 1)[-1]
+        text = node.value if len(node.value) <= 40 else node.value[:37] + "..."
+        self.add(node, path, f"!!{short} {text!r} is not {_TYPE_NAMES[node.tag]}: drop the "
+                 f"tag, or write a value of that type", "yaml-tag")
+        return str(node.value)
+
     def surprise(self, node: yaml.Node, path: Path_, rule: str, value: Any) -> None:
-        m = node.start_mark
-        self.surprises[path] = Surprise(rule, str(node.value), value, m.line + 1, m.column + 1)
+        line, col = _at(node.start_mark, self.text)
+        self.surprises[path] = Surprise(rule, str(node.value), value, line, col)
 
     def bad_tag(self, node: yaml.Node, path: Path_) -> None:
         self.add(node, path, f"unsupported YAML tag {node.tag}; use plain values", "yaml-tag")
 
+    def line(self, node: yaml.Node) -> int:
+        """The 1-based line of ``node`` (for messages naming another line)."""
+        return _at(node.start_mark, self.text)[0]
+
     def add(self, node: yaml.Node, path: Path_, message: str, rule: str) -> None:
-        m = node.start_mark
-        self.problems.append(P.error(self.file, m.line + 1, m.column + 1, P.dotted(path),
-                                     message, rule))
+        line, col = _at(node.start_mark, self.text)
+        self.problems.append(P.error(self.file, line, col, P.dotted(path), message, rule))
 
 
 def read(path: Path, *, file: str) -> tuple[bytes | None, list[Problem]]:
@@ -386,34 +478,38 @@ def parse(data: bytes, *, file: str) -> tuple[Document | None, list[Problem]]:
         return None, [P.error(file, line, col, "",
                               f"not UTF-8 (byte 0x{data[e.start]:02x}); save the file as UTF-8",
                               "encoding")]
+    odd = text if _ODD_BREAKS.search(text) else None
     try:
         root = _compose(text)
     except yaml.MarkedYAMLError as e:
-        return None, [_syntax(file, text, e)]
+        return None, [_syntax(file, text, e, odd)]
     except yaml.YAMLError as e:  # pragma: no cover - every parser error carries a mark
         return None, [P.error(file, 1, 1, "", f"invalid YAML: {e}", "yaml-syntax")]
     except RecursionError:
-        return None, [P.error(file, 1, 1, "", "YAML nested too deeply", "yaml-syntax")]
+        return None, [P.error(file, 1, 1, "", "YAML nested too deeply", "yaml-depth")]
     if root is None or (isinstance(root, yaml.ScalarNode) and root.tag == _NULL
                         and not root.value):
         return None, [P.error(file, 1, 1, "", "empty file: expected a monitor mapping "
                               "(source:, condition:, action:)", "empty-file")]
     if not isinstance(root, yaml.MappingNode):
-        m = root.start_mark
+        line, col = _at(root.start_mark, odd)
         kind = "a list" if isinstance(root, yaml.SequenceNode) else "a single value"
-        return None, [P.error(file, m.line + 1, m.column + 1, "",
+        return None, [P.error(file, line, col, "",
                               f"the document is {kind}; expected a mapping of fields "
                               f"(one monitor per file)", "top-level")]
-    builder = _Builder(file)
+    builder = _Builder(file, odd)
     try:
         value = builder.build(root, ())
     except _Limit as e:
+        if e.node is not None:
+            line, col = _at(e.node.start_mark, odd)
+            return None, [P.error(file, line, col, P.dotted(e.path[:1]), str(e), e.rule)]
         # Report at the top-level key being expanded (aliases have no marks of their own).
-        line, col = Document(file, {}, root).position(e.path[:1], key=True)
+        line, col = Document(file, {}, root, text=odd).position(e.path[:1], key=True)
         return None, [P.error(file, line, col, P.dotted(e.path[:1]), str(e), e.rule)]
-    except RecursionError:
-        return None, [P.error(file, 1, 1, "", "YAML nested too deeply", "yaml-syntax")]
-    return Document(file, value, root, builder.surprises), builder.problems
+    except RecursionError:  # pragma: no cover - MAX_DEPTH stops nesting well before
+        return None, [P.error(file, 1, 1, "", "YAML nested too deeply", "yaml-depth")]
+    return Document(file, value, root, builder.surprises, odd), builder.problems
 
 
 def load(path: Path, *, file: str | None = None) -> tuple[Document | None, list[Problem]]:
@@ -425,11 +521,11 @@ def load(path: Path, *, file: str | None = None) -> tuple[Document | None, list[
     return parse(data, file=shown)
 
 
-def _syntax(file: str, text: str, e: yaml.MarkedYAMLError) -> Problem:
+def _syntax(file: str, text: str, e: yaml.MarkedYAMLError, odd: str | None) -> Problem:
     mark = e.problem_mark or e.context_mark
-    line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+    line, col = _at(mark, odd) if mark is not None else (1, 1)
     problem = (e.problem or "invalid YAML").strip()
-    lines = text.splitlines()
+    lines = text.split("\n")
     if 0 < line <= len(lines) and "\t" in lines[line - 1][: max(col, 1)] and (
         "cannot start any token" in problem or "tab" in problem
     ):

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from reconciler import settings
 from reconciler.config import lint, loader, overlays
@@ -265,3 +268,121 @@ def test_worker_processes_give_the_same_result(repo: Repo) -> None:
     assert parallel.monitors == serial.monitors
     assert (parallel.digest, parallel.invalid, parallel.files) == (
         serial.digest, serial.invalid, serial.files)
+
+
+# One file can never take the others down (issue 9 §1): the two classes of input that
+# raised inside the loader or the validator, and any exception at all, become that
+# file's problem while every other file loads.
+POISON = {
+    "int-tag.yml": "labels: {a: !!int }\n" + HOST,
+    "float-tag.yml": "labels: {a: !<tag:yaml.org,2002:float> x}\n" + HOST,
+    "deep.yml": "labels: {a: " + "[" * 300 + "]" * 300 + "}\n" + HOST,
+}
+
+
+def test_poison_files_are_their_own_errors(repo: Repo) -> None:
+    for name, text in POISON.items():
+        repo.write(f"monitors.d/{name}", text.replace("hostname", name))
+    repo.write("monitors.d/host.yml", HOST)
+    result = load(repo)
+    assert set(result.monitors) == {"host"}
+    assert set(result.invalid) == {"int-tag", "float-tag", "deep"}
+    assert sorted(rules(result)) == [("deep.yml", 1, "yaml-depth"),
+                                     ("float-tag.yml", 1, "yaml-tag"),
+                                     ("int-tag.yml", 1, "yaml-tag")]
+
+
+def _raise_for(stem: str, real: Any) -> Any:
+    def check(doc: Any, *args: Any, **kwargs: Any) -> Any:
+        if Path(doc.file).stem == stem:
+            raise RuntimeError("boom\nsecond line")
+        return real(doc, *args, **kwargs)
+    return check
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_an_exception_in_one_file_is_that_files_internal_error(
+        repo: Repo, monkeypatch: pytest.MonkeyPatch, jobs: int) -> None:
+    from reconciler.config import validate
+
+    monkeypatch.setattr(validate, "check", _raise_for("bad", validate.check))
+    bad = repo.write("monitors.d/bad.yml", HOST.replace("hostname", "other"))
+    repo.write("monitors.d/host.yml", HOST)
+    result = loader.load(settings.load(root=repo.root), now=NOW, jobs=jobs)
+    assert set(result.monitors) == {"host"} and result.invalid == {"bad": bad}
+    [problem] = result.problems
+    assert (Path(problem.file).name, problem.line, problem.col, problem.rule) == (
+        "bad.yml", 1, 1, "internal-error")
+    assert problem.message == ("internal error: RuntimeError: boom (please report this: "
+                               "the other files are not affected)")
+
+
+def test_an_exception_in_one_overlay_is_that_files_internal_error(
+        repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(overlays, "from_document",
+                        _raise_for("host", overlays.from_document))
+    repo.write("monitors.d/host.yml", HOST)
+    repo.write("monitors.d/disk.yml", DISK)
+    repo.write("monitors.d/overlays/host.yml", "monitor: host\npause: {reason: x}\n")
+    repo.write("monitors.d/overlays/disk.yml", "monitor: disk\npause: {reason: x}\n")
+    result = load(repo)
+    assert rules(result) == [("host.yml", 1, "internal-error")]
+    assert result.monitors["disk"].pause is not None  # type: ignore[index]
+    # a broken pause must not silently resume: the monitor is invalid, not unpaused
+    assert "host" not in result.monitors and "host" in result.invalid
+
+
+def test_semantic_checks_run_beside_schema_errors(repo: Repo) -> None:
+    """A schema error does not hide the regex, template, duration and URL checks of the
+    fields that are themselves valid: one run reports every independent problem."""
+    repo.write("monitors.d/many.yml", """
+        source: {type: poll-http, url: "http://h:99999/", interval: 30s, bogus: 1}
+        condition: {mode: match, match: "fail(", dedupeKey: "(x", ignore: ["[a"]}
+        action: {type: notify, message: "{{ nope }}"}
+        rateLimit: {max: 5, per: 2x}
+        labels: [not, a, mapping]
+    """)
+    found = sorted(rules(load(repo)))
+    assert found == [("many.yml", 1, "bad-url"), ("many.yml", 1, "unknown-field"),
+                     ("many.yml", 2, "bad-regex"), ("many.yml", 2, "bad-regex"),
+                     ("many.yml", 2, "bad-regex"), ("many.yml", 3, "bad-template"),
+                     ("many.yml", 4, "bad-duration"), ("many.yml", 5, "schema")]
+
+
+def test_semantic_checks_skip_fields_that_are_already_wrong(repo: Repo) -> None:
+    # ignore is not a list (schema error): its items are not also reported as regexes
+    repo.write("monitors.d/one.yml", """
+        source: {type: poll, command: date, interval: 30s}
+        condition: {ignore: 5}
+        action: {type: notify, message: "{{ event }}"}
+    """)
+    repo.write("monitors.d/two.yml", """
+        source: {type: poll, command: date, interval: 30s}
+        condition: {ignore: "(["}
+        action: {type: notify}
+    """)
+    assert sorted(rules(load(repo))) == [("one.yml", 2, "schema"), ("two.yml", 2, "schema")]
+
+
+def test_action_references_are_checked_beside_schema_errors(repo: Repo) -> None:
+    repo.write("monitors.toml", "[channels.ops]\nurl = 'json://localhost'\n")
+    repo.write("monitors.d/ref.yml", """
+        source: {type: poll, command: date, interval: 30s, bogus: 1}
+        action: {type: notify, channel: opz}
+    """)
+    from reconciler.actions import checks
+
+    cfg = settings.load(root=repo.root)
+    check, problems = checks.bound(cfg)
+    assert problems == []
+    result = loader.load(cfg, now=NOW, action_check=check)
+    assert sorted(rules(result)) == [("ref.yml", 1, "unknown-field"),
+                                     ("ref.yml", 2, "unknown-reference")]
+
+
+@pytest.mark.parametrize("interval", ["9" * 400, '"' + "9" * 400 + 's"', '"' + "9" * 400 + '"',
+                                      "1" + "0" * 5000])
+def test_a_duration_too_large_for_a_float_is_a_problem(repo: Repo, interval: str) -> None:
+    repo.write("monitors.d/big.yml", "source: {type: poll, command: date, interval: "
+               f"{interval}}}\naction: {{type: notify}}\n")
+    assert rules(load(repo)) == [("big.yml", 1, "bad-duration")]

@@ -133,10 +133,53 @@ def test_explicit_python_tag_is_refused_not_executed() -> None:
     assert problems == [(1, 4, "yaml-tag")]
 
 
-def test_merge_keys_work_and_explicit_keys_win() -> None:
-    doc, problems = parse("base: &b {x: 1, y: 2}\nm:\n  <<: *b\n  y: 3\n")
+def test_merge_keys_work() -> None:
+    doc, problems = parse("base: &b {x: 1, y: 2}\nm:\n  <<: *b\n  z: 3\n")
     assert problems == [] and doc is not None
-    assert doc.data["m"] == {"x": 1, "y": 3}
+    assert doc.data["m"] == {"x": 1, "y": 2, "z": 3}
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # an explicit key beside a merge that also sets it: YAML 1.1 keeps the explicit one
+    # silently, so it is a duplicate key (at the explicit key), whichever comes first
+    ("m:\n  <<: {match: x}\n  match: y\n", [(3, 3, "duplicate-key")]),
+    ("m:\n  match: y\n  <<: {match: x}\n", [(2, 3, "duplicate-key")]),
+    # two merged mappings setting one key: the first wins silently
+    ("a: &a {k: 1}\nb: &b {k: 2}\nm:\n  <<: [*a, *b]\n", [(4, 3, "duplicate-key")]),
+    # two merge keys in one mapping
+    ("m:\n  <<: {a: 1}\n  <<: {b: 2}\n", [(3, 3, "duplicate-key")]),
+])
+def test_merge_key_overridden_is_a_duplicate_key(
+        text: str, expected: list[tuple[int, int, str]]) -> None:
+    doc, problems = parse(text)
+    assert problems == expected, problems
+    assert doc is not None
+
+
+@pytest.mark.parametrize("value", [
+    "!!int", "!!int ''", "!!int abc", "!!int 0x", "!!int 1e3", "!!float", "!!float abc",
+    "!!float ''", "!<tag:yaml.org,2002:int> 0x", "!<tag:yaml.org,2002:float> .", "!!bool maybe",
+    "!!bool", "!!null text", "!<tag:yaml.org,2002:bool> 2",
+])
+def test_core_tag_with_a_value_of_another_type_is_a_problem(value: str) -> None:
+    doc, problems = parse(f"a: {value}\nb: 1\n")
+    assert problems == [(1, 4, "yaml-tag")]
+    assert doc is not None and doc.data["b"] == 1
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("!!int 12", 12), ("!!int '12'", 12), ("!!float 1.5", 1.5), ("!!bool yes", True),
+    ("!!null ''", None), ("!!str 12", "12"), ("!<tag:yaml.org,2002:int> 0x1f", 31),
+])
+def test_core_tag_with_a_value_of_its_type_is_accepted(text: str, value: object) -> None:
+    doc, problems = parse(f"a: {text}\n")
+    assert problems == [] and doc is not None and doc.data["a"] == value
+
+
+def test_plain_binary_literal_without_digits_stays_text() -> None:
+    # 0b_ matches YAML 1.1's int pattern but holds no digit: PyYAML's int() raises
+    doc, problems = parse("a: 0b_\n")
+    assert doc is not None and problems == [] and doc.data["a"] == "0b_"
 
 
 def test_recursive_alias_is_refused() -> None:
@@ -160,6 +203,39 @@ def test_deep_nesting_does_not_raise() -> None:
     assert doc is None or problems == [] or problems[0][2] in ("yaml-syntax", "yaml-aliases")
 
 
+@pytest.mark.parametrize("depth", [yamlload.MAX_DEPTH + 1, 150, 300, 600, 900])
+@pytest.mark.parametrize("shape", ["[", "{a: "])
+def test_nesting_past_the_limit_is_one_problem_at_its_node(depth: int, shape: str) -> None:
+    close = "]" if shape == "[" else "}"
+    text = "a: " + shape * depth + "1" + close * depth + "\n"
+    doc, problems = parse(text)
+    assert doc is None and [p[2] for p in problems] == ["yaml-depth"]
+    assert problems[0][0] == 1 and problems[0][1] > 3  # at the node that went too deep
+
+
+def test_nesting_at_the_limit_is_accepted() -> None:
+    depth = yamlload.MAX_DEPTH - 1  # the top-level mapping is one level
+    doc, problems = parse("a: " + "[" * depth + "]" * depth + "\n")
+    assert doc is not None and problems == []
+
+
+def test_loader_depth_limit_is_below_the_validators() -> None:
+    """A document the loader accepts never reaches the schema validator's own
+    recursion limit (jsonschema_rs raises ValueError past about 250 levels)."""
+    from reconciler.config import schemas
+
+    deepest: object = []
+    for _ in range(yamlload.MAX_DEPTH):
+        deepest = [deepest]
+    for kind in ("monitor", "overlay"):
+        list(schemas.validator(kind).iter_errors({"labels": {"a": deepest}}))
+    too_deep: object = []
+    for _ in range(400):
+        too_deep = [too_deep]
+    with pytest.raises(ValueError, match=r"[Rr]ecursion"):
+        list(schemas.validator("monitor").iter_errors({"labels": {"a": too_deep}}))
+
+
 def test_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
     import os
 
@@ -175,3 +251,25 @@ def test_exactly_one_mib_is_accepted(tmp_path: Path) -> None:
     path.write_bytes(body + b"#" * (yamlload.MAX_BYTES - len(body)))
     doc, problems = yamlload.load(path)
     assert problems == [] and doc is not None and doc.data == {"a": "x"}
+
+
+@pytest.mark.parametrize("brk", ["\r", "\x85", "\u2028", "\u2029"])
+def test_positions_count_lines_as_editors_do(brk: str) -> None:
+    """YAML 1.1 (libyaml) also breaks lines at a lone CR, NEL, LS and PS; editors and
+    YAML 1.2 do not, so positions are counted by newline."""
+    assert parse(f'a: "x{brk}y"\nc: [\n')[1] == [(3, 1, "yaml-syntax")]
+    assert parse(f'a: "x{brk}y"\nb: !!int z\n')[1] == [(2, 4, "yaml-tag")]
+    assert parse(f"a: 1\nb: x{brk}y\n")[1] == [(3, 1, "yaml-syntax")]  # y: no ':'
+    doc, _ = parse(f'a: "x{brk}y"\nb:\n  c: 1\n')
+    assert doc is not None and doc.position(("b", "c")) == (3, 6)
+
+
+def test_windows_line_endings_keep_positions() -> None:
+    assert parse("a: 1\r\nb: !!int z\r\n")[1] == [(2, 4, "yaml-tag")]
+
+
+def test_merge_duplicate_names_the_other_line() -> None:
+    _, problems = yamlload.parse(b"m:\n  <<: {match: x}\n  match: y\n", file="f.yml")
+    assert [p.format() for p in problems] == [
+        "f.yml:3:3: error: m.match: duplicate key 'match': the merge (<<) at line 2 also sets "
+        "it; YAML would silently keep this one [duplicate-key]"]

@@ -10,6 +10,8 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import Repo
 from tests.daemon.conftest import Daemon, monitor_yaml, read_json, wait_for
 
@@ -314,3 +316,81 @@ def test_last_known_good_survives_a_restart(repo: Repo, daemons: Callable[..., D
     wait_for(lambda: again.liveness("lkg").get("checkCount", 0) >= 1, what="polled",
              log=again.log)
     assert again.stop() == 0
+
+
+# Files that raised inside the loader or the validator (issue 9 §1): an explicit core tag
+# on a value not of its type, and nesting deep enough for the validator's recursion limit.
+POISON = {
+    "int-tag": "labels: {a: !!int }\n",
+    "float-tag": "labels: {a: !<tag:yaml.org,2002:float> x}\n",
+    "deep": "labels: {a: " + "[" * 300 + "]" * 300 + "}\n",
+}
+
+
+def test_poison_files_never_take_the_good_ones_down(repo: Repo,
+                                                     daemons: Callable[..., Daemon]) -> None:
+    repo.write("monitors.d/good.yml", monitor_yaml("good", "[echo, good]"))
+    for name, text in POISON.items():
+        repo.write(f"monitors.d/{name}.yml", monitor_yaml(name, f"[echo, {name}]", extra=text))
+    d = daemons().start()  # `monitors run` starts beside them
+    wait_for(lambda: "first poll ok: good" in d.log_text(), what="good polled", log=d.log)
+    assert set(d.running()) == {"good"}
+    # the daemon keeps reconciling: a new good file starts, a poisoned edit keeps the old one
+    repo.write("monitors.d/later.yml", monitor_yaml("later", "[echo, later]"))
+    wait_for(lambda: "later" in d.running(), what="later started", log=d.log)
+    repo.write("monitors.d/good.yml", monitor_yaml("good", "[echo, good]", extra=POISON["deep"]))
+    wait_for(lambda: "keep good" in d.log_text(), what="good kept", log=d.log)
+    assert "reconcile failed" not in d.log_text()
+    for args, code in ((["lint"], 1), (["plan"], 1), (["list"], 0), (["test", "later"], 0)):
+        out = d.cli(*args)
+        assert out.returncode == code, (args, out.stdout, out.stderr)
+        assert "Traceback" not in out.stderr
+    lint = d.cli("lint").stdout
+    for name in POISON:
+        assert f"monitors.d/{name}.yml:9:" in lint, lint
+    assert d.stop() == 0
+
+
+SITECUSTOMIZE = '''
+from reconciler.config import validate
+
+_real = validate.check
+
+
+def check(doc, *args, **kwargs):
+    if doc.file.endswith("poison.yml"):
+        raise RuntimeError("injected fault\\nsecond line")
+    return _real(doc, *args, **kwargs)
+
+
+validate.check = check
+'''
+
+
+def test_a_file_whose_check_raises_is_its_own_error_everywhere(
+        repo: Repo, daemons: Callable[..., Daemon], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fault injection: validate.check raises for one file in the daemon and in every
+    command (a sitecustomize on PYTHONPATH); that file is an internal-error, the rest runs."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(SITECUSTOMIZE, encoding="utf-8")
+    monkeypatch.setenv("PYTHONPATH", str(hook))
+    repo.write("monitors.d/good.yml", monitor_yaml("good", "[echo, good]"))
+    repo.write("monitors.d/poison.yml", monitor_yaml("poison", "[echo, poison]"))
+    d = daemons().start()
+    wait_for(lambda: "first poll ok: good" in d.log_text(), what="good polled", log=d.log)
+    assert set(d.running()) == {"good"}
+    repo.write("monitors.d/later.yml", monitor_yaml("later", "[echo, later]"))
+    wait_for(lambda: "later" in d.running(), what="later started", log=d.log)
+    assert "reconcile failed" not in d.log_text()
+    expected = ("monitors.d/poison.yml:1:1: error: internal error: RuntimeError: injected "
+                "fault (please report this: the other files are not affected) [internal-error]")
+    for args, code in ((["lint"], 1), (["plan"], 1), (["list"], 0), (["view", "good"], 0),
+                       (["test", "later"], 0)):
+        out = d.cli(*args)
+        assert out.returncode == code, (args, out.stdout, out.stderr)
+        assert "Traceback" not in out.stdout + out.stderr
+        if args[0] in ("lint", "plan"):
+            assert expected in out.stdout, out.stdout
+    assert d.stop() == 0
