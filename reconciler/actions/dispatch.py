@@ -215,6 +215,9 @@ class Dispatcher:
             fields["reason"] = self.redactor.redact(fields["reason"])
         try:
             await asyncio.to_thread(self._write_record, name, event_id, fields)
+        except OSError as e:  # disk full, read-only: one line, no traceback
+            LOG.warning("cannot update fire record %s/%s: %s", name, event_id,
+                        e.strerror or e)
         except Exception:
             LOG.exception("cannot update fire record %s/%s", name, event_id)
 

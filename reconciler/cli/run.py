@@ -49,13 +49,23 @@ def command(ctx: click.Context, once: bool, wait: float, resync: float | None,
             debounce: float, allow_mass_stop: bool, demo: bool) -> int:
     """Run the reconciler daemon in the foreground (Ctrl-C stops it cleanly)."""
     from reconciler.daemon import main as daemon_main
+    from reconciler.daemon import startreport
 
-    cfg = ctx.find_root().obj.settings()
-    daemon_main.setup_logging(timestamps=bool(os.environ.get("MONITORS_LOG_TIMESTAMPS")))
-    options = daemon_main.Options(
-        once=once, once_wait=wait or daemon_main.DEFAULT_ONCE_WAIT,
-        resync=resync if resync is not None else daemon_main.resync_seconds(cfg),
-        debounce=debounce if debounce is not None else 0.05,
-        allow_mass_stop=allow_mass_stop, demo=demo)
-    rc = daemon_main.Daemon(cfg, options).run()
+    report = startreport.StartReport.from_env()
+    try:
+        cfg = ctx.find_root().obj.settings()
+        daemon_main.setup_logging(timestamps=bool(os.environ.get("MONITORS_LOG_TIMESTAMPS")))
+        options = daemon_main.Options(
+            once=once, once_wait=wait or daemon_main.DEFAULT_ONCE_WAIT,
+            resync=resync if resync is not None else daemon_main.resync_seconds(cfg),
+            debounce=debounce if debounce is not None else 0.05,
+            allow_mass_stop=allow_mass_stop, demo=demo)
+        daemon = daemon_main.Daemon(cfg, options)
+        daemon.on_ready = report.ready
+        rc = daemon.run()
+    except errors.MonitorsError as e:
+        report.failed(str(e))  # `apply` relays it, even when daemon.log cannot take it
+        raise
+    finally:
+        report.ready()
     return errors.ExitCode(rc)

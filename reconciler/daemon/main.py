@@ -32,7 +32,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -125,6 +125,7 @@ class Daemon:
         self.lost: str | None = None  # why the state lock no longer holds (then exit 1)
         self._pause_due: float | None = None  # monotonic time of the next pause expiry
         self._published: tuple[dict[str, Any], tuple[int, int, int] | None] | None = None
+        self.on_ready: Callable[[], None] | None = None  # called once serving (start report)
 
     # -- entry -------------------------------------------------------------------
 
@@ -191,6 +192,8 @@ class Daemon:
                 log.info("daemon ready: pid %d, device %s, %d running, watching %s "
                          "(resync every %gs); Ctrl-C stops", os.getpid(), self.cfg.device,
                          len(self.registry.entries), self.cfg.root, self.options.resync)
+                if self.on_ready is not None:
+                    self.on_ready()
                 await self._loop(watcher)
         finally:
             if watcher is not None:
@@ -578,6 +581,7 @@ class Daemon:
             "running": sorted(self.registry.entries),
             "held": list(self.registry.held),
             "problems": list(self.last.problems),
+            "writeErrors": self._store.write_errors() if self._store is not None else {},
             "lastReconcile": {"at": self.last.at, "summary": self.last.summary,
                               "trigger": self.last.trigger},
         }
