@@ -6,8 +6,9 @@ Life cycle (``Daemon.run``):
    naming the holder's pid);
 2. read the last published running registry (``running.json``): its applied set is
    the *last known good* version of every monitor, used when a file is invalid now;
-3. build the store, the dispatcher, the guards and the engine; settle fires left
-   unfinished by a crash (``actions.recovery``);
+3. build the store, the dispatcher, the guards and the engine; remove what a crash
+   left (temp files, fire directories without ``event.json``: ``state.leftovers``)
+   and settle fires left unfinished by a crash (``actions.recovery``);
 4. reconcile once (everything owned here starts), then, unless ``--once``, serve
    the control API, watch the layers (debounced) and reconcile on every change
    and every ``resync`` seconds, and when the earliest pause ``until`` among the
@@ -245,7 +246,13 @@ class Daemon:
 
     async def _recover(self) -> None:
         from reconciler.actions import recovery
+        from reconciler.state import leftovers
 
+        swept = await asyncio.to_thread(leftovers.sweep, self.cfg.state_dir)
+        if swept.summary():
+            log.info("%s", swept.summary())
+        for line in swept.kept:
+            log.warning("%s", line)
         snap = await asyncio.to_thread(self._read_snapshot, self.boot_good, with_git=False)
         monitors: dict[str, Monitor] = {str(n): m for n, m in snap.desired.monitors.items()}
         done = await recovery.recover(self._store, monitors, self._dispatcher)
