@@ -124,6 +124,12 @@ class Dispatcher:
 
     # -- the Dispatcher protocol -------------------------------------------------
 
+    def reconfigure(self, config: ActionsConfig) -> None:
+        """Use ``config`` (``options.parse`` of a re-read monitors.toml, on SIGHUP) for
+        fires dispatched from now on; deliveries in flight keep what they resolved."""
+        self.config = config
+        self.notifier.config = config
+
     def attach_guard(self, guard: FireGuard) -> None:
         """Set the guard told about each fire's end (``guards.build`` does this)."""
         self.guard = guard
