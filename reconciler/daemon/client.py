@@ -5,10 +5,10 @@ Blocking sockets only (the CLI has no event loop). ``request`` raises
 ``state_errors`` turns an ``OSError`` on a path in the state directory (read-only,
 not a directory, full) into one ``errors.StateError`` line.
 
-The daemon reads monitors.toml once, at start (a restart is needed to use an
-edited one). ``settings_mismatch`` compares the settings of this command with
+The daemon reads monitors.toml at start and on SIGHUP (``daemon.reload``).
+``settings_mismatch`` compares the settings of this command with
 those of the running daemon (its ``status``: ``device``, ``root`` and
-``settingsDigest``, the ``settings_digest`` of the monitors.toml it loaded), so
+``settingsDigest``, the ``settings_digest`` of the monitors.toml it runs with), so
 ``plan``, ``apply`` and ``list`` never plan or report for settings the daemon
 does not run with.
 """
