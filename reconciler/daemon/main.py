@@ -560,7 +560,8 @@ class Daemon:
         try:
             await asyncio.to_thread(registry_mod.publish, self.cfg.state_dir, self.registry)
         except OSError as e:
-            log.error("cannot publish running.json at exit: %s", e)
+            log.error("cannot publish running.json at exit: %s", client.state_error(
+                self.cfg.state_dir, e))
         log.info("stopped (%d monitors were running)", len(self.registry.entries))
 
     # -- control API -------------------------------------------------------------
