@@ -170,3 +170,21 @@ def test_write_errors_are_logged_once_and_cleared(caplog: pytest.LogCaptureFixtu
     messages = [r.getMessage() for r in caplog.records]
     assert sum("cannot write the state directory" in m for m in messages) == 1
     assert messages[-1] == "state writes work again"
+
+
+def test_a_write_error_is_shown_instead_of_stalled() -> None:
+    from reconciler.state import store as store_mod
+    from tests.engine.helpers import monitor
+
+    m = monitor({"type": "poll", "command": "true", "interval": "500ms"})
+    stale = {"lastCheckedAt": 0.0, "checkCount": 3}  # the file kept its last good write
+    assert store_mod.liveness_view(stale, m, 7200.0)["status"] == "stalled"
+    failing = {"error": "/s/monitors/m/liveness.json: No space left on device",
+               "since": 7100.0}
+    view = store_mod.liveness_view(stale, m, 7200.0, write_error=failing)
+    assert view["status"] == "error" and not view["stalled"]
+    assert view["text"].startswith("error: cannot write state for 1m: /s/monitors/m/"
+                                   "liveness.json: No space left on device")
+    # a monitor no daemon runs is not affected by a stale report
+    view = store_mod.liveness_view(stale, m, 7200.0, running=False, write_error=failing)
+    assert view["status"] == "ok"
