@@ -6,8 +6,8 @@ A writer killed mid-write (SIGKILL, power loss) can leave:
   beside the file they were to replace; the target is intact (old or new bytes), so
   the temp is garbage: removed;
 * a fire directory without ``event.json`` (``Store.create_fire`` makes the directory,
-  then writes the record): no fire happened that anything knows of, and ``list`` would
-  count it: removed when it holds nothing else than temp files, else kept and
+  then writes the record): no fire happened that anything knows of (``list`` and
+  ``runs`` skip it): removed when it holds nothing else than temp files, else kept and
   reported (it may hold a moved-aside corrupt record or output worth a look).
 
 Only the daemon holding ``daemon.lock`` may sweep: it is the only writer then.

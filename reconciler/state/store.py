@@ -468,12 +468,16 @@ class Store:
 
     def fire_tally(self, name: str) -> dict[str, Any]:
         """``{"fireCount": n, "lastFiredAt": Unix seconds | None}`` counted from the fire
-        records themselves (one directory listing, no record read), so what ``list``
-        shows always agrees with ``runs`` (the coalesced count in ``liveness.json`` is
-        lost when the daemon is killed between flushes). ``lastFiredAt`` comes from the
-        newest id (``<yyyymmddTHHMMSS.ffffff>-<hex>``), None when it has another form.
+        records themselves (a directory listing and one ``stat`` per fire, no record
+        read: 10,000 fires in about 30 ms), so what ``list`` shows agrees with ``runs``:
+        the coalesced count in ``liveness.json`` loses the fires since its last flush
+        when the daemon is killed, and a fire directory a kill left without its
+        ``event.json`` is no fire. ``lastFiredAt`` comes from the newest id
+        (``<yyyymmddTHHMMSS.ffffff>-<hex>``), None when it has another form.
         """
-        ids = self.fire_ids(name)
+        base = f"{self.monitor_dir(name) / FIRES_DIR}{os.sep}"
+        tail = f"{os.sep}{EVENT_FILE}"
+        ids = [i for i in self.fire_ids(name) if os.path.exists(base + i + tail)]
         last: float | None = None
         if ids:
             with contextlib.suppress(ValueError):

@@ -4,6 +4,7 @@ agrees with the fire records (issue 9 §7)."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 from collections.abc import Callable
 
@@ -35,7 +36,9 @@ def test_after_a_sigkill_list_counts_the_fire_records_and_leftovers_are_swept(
     wait_for(lambda: "removed what a crash left" in d2.log_text(), what="sweep line",
              log=d2.log)
     assert not torn.exists() and not temp.exists()
-    assert "1 temp file(s), 1 fire directory(ies) without event.json" in d2.log_text()
+    # (at least: the SIGKILL itself may have left one more)
+    assert re.search(r"[1-9]\d* temp file\(s\), [1-9]\d* fire directory\(ies\) without "
+                     r"event.json", d2.log_text())
     assert d2.stop() == 0
     shown, records = counts()
     assert shown == records == len(d.fires("a"))

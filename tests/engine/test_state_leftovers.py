@@ -71,6 +71,8 @@ def test_fire_tally_counts_the_records_not_the_liveness_file(tmp_path: Path) -> 
     killed = store_mod.Store(tmp_path)
     for i in (3, 4):
         killed.create_fire("m", event(f"20260101T000000.00000{i}-aaaaaaaa"), at=1.0)
+    # and a kill between mkdir and event.json: a directory, but no fire
+    (tmp_path / "monitors" / "m" / "fires" / "20260101T000001.000000-torn0000").mkdir()
     fresh = store_mod.Store(tmp_path)
     assert fresh.liveness("m")["fireCount"] == 3  # type: ignore[index]
     tally = fresh.fire_tally("m")
