@@ -131,6 +131,12 @@ class Dispatcher:
 
     # -- the Dispatcher protocol -------------------------------------------------
 
+    def reconfigure(self, config: ActionsConfig) -> None:
+        """Use ``config`` (``options.parse`` of a re-read monitors.toml, on SIGHUP) for
+        fires dispatched from now on; deliveries in flight keep what they resolved."""
+        self.config = config
+        self.notifier.config = config
+
     def attach_guard(self, guard: FireGuard) -> None:
         """Set the guard told about each fire's end (``guards.build`` does this)."""
         self.guard = guard
@@ -222,6 +228,9 @@ class Dispatcher:
             fields["reason"] = self.redactor.redact(fields["reason"])
         try:
             await asyncio.to_thread(self._write_record, name, event_id, fields)
+        except OSError as e:  # disk full, read-only: one line, no traceback
+            LOG.warning("cannot update fire record %s/%s: %s", name, event_id,
+                        e.strerror or e)
         except Exception:
             LOG.exception("cannot update fire record %s/%s", name, event_id)
 
@@ -274,7 +283,8 @@ class Dispatcher:
                 self._spawn(self._notify(monitor, event, channels, message, extra),
                             f"notify:{monitor.name}:{event.id}")
             elif kind == ActionType.WEBHOOK_OUT:
-                request = self._webhook_request(monitor, event)
+                sent = await self._body_sent(monitor.name, event.id) if recovered else None
+                request = self._webhook_request(monitor, event, body=sent)
                 self._spawn(self._webhook(monitor, event, request, extra),
                             f"webhook-out:{monitor.name}:{event.id}")
             else:
@@ -422,7 +432,10 @@ class Dispatcher:
 
     # webhook-out
 
-    def _webhook_request(self, monitor: Monitor, event: Event) -> tuple[str, bytes, dict[str, str]]:
+    def _webhook_request(self, monitor: Monitor, event: Event, *, body: bytes | None = None,
+                         ) -> tuple[str, bytes, dict[str, str]]:
+        """URL, body and headers of a webhook-out; ``body``: the bytes a first attempt
+        sent (a re-send after a crash repeats them, so its signature is the same)."""
         action = monitor.action
         url = options.expand(str(action["url"]), environ=self.environ, redactor=self.redactor)
         extra = {str(k): options.expand(str(v), environ=self.environ, redactor=self.redactor)
@@ -434,7 +447,7 @@ class Dispatcher:
         elif secret_env:
             LOG.warning("%s: secretEnv %s is not set: webhook-out sent unsigned",
                         monitor.name, secret_env)
-        data = webhook_out.body(monitor, event)
+        data = body if body is not None else webhook_out.body(monitor, event)
         return url, data, webhook_out.headers(event, data, secret=secret, extra=extra)
 
     async def _webhook(self, monitor: Monitor, event: Event,
@@ -443,9 +456,12 @@ class Dispatcher:
         action = monitor.action
 
         async def deliver() -> None:
+            # the body as sent (the record's JSON would not keep its key order), so a
+            # re-send after a crash repeats the very bytes and signature of this one
             await self._update(monitor.name, event.id, status=str(FireStatus.DISPATCHED),
                                action=str(ActionType.WEBHOOK_OUT), dispatchedAt=now_iso(),
-                               signed=webhook_out.SIGNATURE_HEADER in headers, **extra)
+                               signed=webhook_out.SIGNATURE_HEADER in headers,
+                               body=data.decode("utf-8"), **extra)
             if self._client is None:
                 self._client = httpx.AsyncClient(follow_redirects=False)
             # A re-send after a crash goes on counting: the record holds the attempts
@@ -470,6 +486,18 @@ class Dispatcher:
                                reason=delivery.reason)
 
         await self._delivery("webhook-out", monitor, event, deliver())
+
+    async def _body_sent(self, name: str, event_id: str) -> bytes | None:
+        """The ``body`` a webhook-out fire record keeps from its first attempt (UTF-8), or
+        None when there is none (the crash came before it was dispatched)."""
+        try:
+            record = await asyncio.to_thread(self.store.read_fire, name, event_id) or {}
+        except Exception:  # rebuilding the body only loses byte-identity: say why, go on
+            LOG.warning("cannot read fire record %s/%s: re-sent body rebuilt from the event",
+                        name, event_id, exc_info=True)
+            return None
+        body = record.get("body")
+        return body.encode("utf-8") if isinstance(body, str) else None
 
     async def _attempts_made(self, name: str, event_id: str) -> int:
         """``attempts`` of the fire record (0 when missing or unreadable)."""

@@ -207,8 +207,8 @@ class Guards:
 
         try:
             await asyncio.to_thread(write)
-        except OSError:
-            LOG.exception("%s: cannot write %s", name, path)
+        except OSError as e:  # one line (the store logs when all writes start failing)
+            LOG.warning("%s: cannot write %s: %s", name, path, e.strerror or e)
 
 
 def build(store: FireStore, dispatcher: Any, **kwargs: Any) -> Guards:

@@ -12,7 +12,8 @@ Fields actions add (all optional, JSON): ``status``, ``action`` (type),
 ``attempts``, ``reason``, ``dispatchedAt``, ``finishedAt``, ``exitCode``,
 ``durationSeconds``, ``output`` (file name beside event.json), ``outputBytes``,
 ``outputTruncated``, ``httpStatus``, ``channels``, ``command``, ``argv0``,
-``queuedBehind``, ``recovered``, ``signed``; each ``reason`` is also appended to
+``queuedBehind``, ``recovered``, ``signed``, ``body`` (a webhook-out's body as
+sent, repeated byte for byte by a re-send); each ``reason`` is also appended to
 the record's ``reasons`` list.
 """
 

@@ -1,4 +1,5 @@
-"""``monitors run [--once] [--resync 60s] [--allow-mass-stop] [--demo]``: the daemon, foreground.
+"""``monitors run [--once] [--resync 60s] [--allow-mass-stop] [--demo] [--log-level info]
+[--log-format text|json]``: the daemon, foreground (SIGHUP re-reads monitors.toml).
 
 Exit codes: 0 after SIGTERM/SIGINT (a clean stop) or after ``--once``; 2 when
 another daemon holds the state directory (the message names its pid); 1 for
@@ -13,6 +14,7 @@ import click
 
 from reconciler import errors
 from reconciler.cli import params
+from reconciler.daemon import logformat
 
 
 @click.command("run")
@@ -36,18 +38,36 @@ from reconciler.cli import params
               help="Also rewrite <repository root>/.history/demo/tick.txt every 15s, "
               "whatever --state-dir says (a demo input, git-ignored), so the shipped "
               "monitors.d/demo-file.yml has something to see (make run).")
+@click.option("--log-level", type=click.Choice(logformat.LEVELS), default="info",
+              show_default=True, help="The lowest level logged.")
+@click.option("--log-format", type=click.Choice(logformat.FORMATS), default="text",
+              show_default=True,
+              help="text: 'HH:MM:SS level message'; json: one JSON object a line (time, "
+              "level, logger, message).")
 @click.pass_context
 def command(ctx: click.Context, once: bool, wait: float, resync: float | None,
-            debounce: float, allow_mass_stop: bool, demo: bool) -> int:
+            debounce: float, allow_mass_stop: bool, demo: bool, log_level: str,
+            log_format: str) -> int:
     """Run the reconciler daemon in the foreground (Ctrl-C stops it cleanly)."""
     from reconciler.daemon import main as daemon_main
+    from reconciler.daemon import startreport
 
-    cfg = ctx.find_root().obj.settings()
-    daemon_main.setup_logging(timestamps=bool(os.environ.get("MONITORS_LOG_TIMESTAMPS")))
-    options = daemon_main.Options(
-        once=once, once_wait=wait or daemon_main.DEFAULT_ONCE_WAIT,
-        resync=resync if resync is not None else daemon_main.resync_seconds(cfg),
-        debounce=debounce if debounce is not None else 0.05,
-        allow_mass_stop=allow_mass_stop, demo=demo)
-    rc = daemon_main.Daemon(cfg, options).run()
+    report = startreport.StartReport.from_env()
+    try:
+        cfg = ctx.find_root().obj.settings()
+        daemon_main.setup_logging(timestamps=bool(os.environ.get("MONITORS_LOG_TIMESTAMPS")),
+                                  level=log_level, fmt=log_format)
+        options = daemon_main.Options(
+            once=once, once_wait=wait or daemon_main.DEFAULT_ONCE_WAIT,
+            resync=resync if resync is not None else daemon_main.resync_seconds(cfg),
+            debounce=debounce if debounce is not None else 0.05,
+            allow_mass_stop=allow_mass_stop, demo=demo, resync_fixed=resync is not None)
+        daemon = daemon_main.Daemon(cfg, options)
+        daemon.on_ready = report.ready
+        rc = daemon.run()
+    except errors.MonitorsError as e:
+        report.failed(str(e))  # `apply` relays it, even when daemon.log cannot take it
+        raise
+    finally:
+        report.ready()
     return errors.ExitCode(rc)

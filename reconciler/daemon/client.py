@@ -5,10 +5,10 @@ Blocking sockets only (the CLI has no event loop). ``request`` raises
 ``state_errors`` turns an ``OSError`` on a path in the state directory (read-only,
 not a directory, full) into one ``errors.StateError`` line.
 
-The daemon reads monitors.toml once, at start (a restart is needed to use an
-edited one). ``settings_mismatch`` compares the settings of this command with
+The daemon reads monitors.toml at start and on SIGHUP (``daemon.reload``).
+``settings_mismatch`` compares the settings of this command with
 those of the running daemon (its ``status``: ``device``, ``root`` and
-``settingsDigest``, the ``settings_digest`` of the monitors.toml it loaded), so
+``settingsDigest``, the ``settings_digest`` of the monitors.toml it runs with), so
 ``plan``, ``apply`` and ``list`` never plan or report for settings the daemon
 does not run with.
 """
@@ -16,6 +16,7 @@ does not run with.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -39,6 +40,8 @@ def state_error(state_dir: Path, e: OSError, *, doing: str = "") -> errors.State
     """One line for an ``OSError`` met in ``state_dir``: the file, what failed, what to do."""
     where = e.filename if e.filename else state_dir
     what = f"cannot {doing}: " if doing else ""
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return errors.StateError(f"{where}: {what}{lock.describe(e)}")
     return errors.StateError(
         f"{where}: {what}{e.strerror or e}; the state directory {state_dir} must be a "
         "writable directory (choose another with --state-dir or MONITORS_STATE_DIR)")
@@ -207,9 +210,13 @@ def start_detached(cfg: settings.Settings, *, timeout: float = START_TIMEOUT) ->
         the daemon's pid.
 
     Raises:
-        errors.PlanError: it exited early (with the last lines of its log) or did not
-            answer within ``timeout`` seconds, or could not be spawned.
+        errors.PlanError: it exited early (with its one-line start error, else the last
+            lines of its log) or did not answer within ``timeout`` seconds, or could not
+            be spawned.
         errors.StateError: the state directory or its log cannot be written.
+
+    The daemon's start error reaches the ``PlanError`` through ``daemon.startreport``,
+    so a full disk (where the log cannot take it either) cannot swallow it.
     """
     log_path = cfg.state_dir / LOG_FILE
     argv = [sys.executable, "-m", "reconciler", "--root", str(cfg.root), "--state-dir",
@@ -220,33 +227,53 @@ def start_detached(cfg: settings.Settings, *, timeout: float = START_TIMEOUT) ->
                                      | os.O_CLOEXEC, atomic.FILE_MODE), "ab")
     except OSError as e:
         raise state_error(cfg.state_dir, e, doing="write the daemon log") from e
-    with log_file:
-        try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log_file,
-                                    stderr=subprocess.STDOUT, start_new_session=True,
-                                    close_fds=True, cwd=str(cfg.root),
-                                    env={**os.environ, "MONITORS_LOG_TIMESTAMPS": "1"})
-        except OSError as e:
-            raise errors.PlanError(f"cannot start the daemon ({argv[0]}): "
-                                   f"{e.strerror or e}") from e
+    from reconciler.daemon import startreport
+
+    report_fd, child_fd = startreport.pipe()
+    try:
+        with log_file:
+            try:
+                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log_file,
+                                        stderr=subprocess.STDOUT, start_new_session=True,
+                                        close_fds=True, pass_fds=(child_fd,),
+                                        cwd=str(cfg.root),
+                                        env={**os.environ, "MONITORS_LOG_TIMESTAMPS": "1",
+                                             startreport.ENV: str(child_fd)})
+            except OSError as e:
+                raise errors.PlanError(f"cannot start the daemon ({argv[0]}): "
+                                       f"{e.strerror or e}") from e
+    except BaseException:
+        os.close(report_fd)
+        raise
+    finally:
+        os.close(child_fd)
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        rc = proc.poll()
-        if rc is not None:
-            if rc == errors.ExitCode.CHANGES and lock.is_locked(cfg.state_dir):
-                # exit 2: another daemon (a concurrent apply's) won the race for the
-                # lock: wait for it to answer, then hand the change to it
-                while time.monotonic() < deadline:
-                    if status(cfg.state_dir, timeout=2.0) is not None:
-                        return lock.holder_pid(cfg.state_dir) or 0
-                    time.sleep(0.05)
-                break
-            tail = _tail(log_path)
-            raise errors.PlanError(f"the daemon exited at start (exit {rc}); last lines of "
-                                   f"{log_path}:\n{tail}")
-        if status(cfg.state_dir, timeout=2.0) is not None:
-            return proc.pid
-        time.sleep(0.05)
+    try:
+        while time.monotonic() < deadline:
+            rc = proc.poll()
+            if rc is not None:
+                if rc == errors.ExitCode.CHANGES and lock.is_locked(cfg.state_dir):
+                    # exit 2: another daemon (a concurrent apply's) won the race for the
+                    # lock: wait for it to answer, then hand the change to it
+                    while time.monotonic() < deadline:
+                        if status(cfg.state_dir, timeout=2.0) is not None:
+                            return lock.holder_pid(cfg.state_dir) or 0
+                        time.sleep(0.05)
+                    break
+                reason = startreport.read(report_fd)
+                report_fd = -1
+                if reason:  # the daemon's own line: it reaches us even on a full disk
+                    raise errors.PlanError(f"the daemon could not start (exit {rc}): "
+                                           f"{reason}")
+                tail = _tail(log_path)
+                raise errors.PlanError(f"the daemon exited at start (exit {rc}); last lines "
+                                       f"of {log_path}:\n{tail}")
+            if status(cfg.state_dir, timeout=2.0) is not None:
+                return proc.pid
+            time.sleep(0.05)
+    finally:
+        if report_fd >= 0:
+            os.close(report_fd)
     raise errors.PlanError(f"the daemon did not answer within {timeout:g}s; see {log_path}")
 
 

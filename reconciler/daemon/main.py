@@ -6,13 +6,16 @@ Life cycle (``Daemon.run``):
    naming the holder's pid);
 2. read the last published running registry (``running.json``): its applied set is
    the *last known good* version of every monitor, used when a file is invalid now;
-3. build the store, the dispatcher, the guards and the engine; settle fires left
-   unfinished by a crash (``actions.recovery``);
+3. build the store, the dispatcher, the guards and the engine; remove what a crash
+   left (temp files, fire directories without ``event.json``: ``state.leftovers``)
+   and settle fires left unfinished by a crash (``actions.recovery``);
 4. reconcile once (everything owned here starts), then, unless ``--once``, serve
    the control API, watch the layers (debounced) and reconcile on every change
    and every ``resync`` seconds, and when the earliest pause ``until`` among the
    loaded overlays passes (``PAUSE_MARGIN`` later; re-armed by every reconcile);
-5. SIGTERM/SIGINT: stop the evaluators (in-flight state writes finish), drain the
+5. SIGHUP: re-read monitors.toml and the fleet file, then reconcile (``daemon.reload``;
+   an invalid file keeps the settings in use and is logged);
+   SIGTERM/SIGINT: stop the evaluators (in-flight state writes finish), drain the
    dispatcher briefly, flush liveness, publish the registry as not running,
    remove the socket, release the lock, exit 0.
 6. the lock file is checked every ``LOCK_CHECK`` seconds (and on every reconcile
@@ -27,18 +30,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import signal
-import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from reconciler import errors, redaction, settings
-from reconciler.daemon import client, control, snapshot, supervisor, watch
+from reconciler.daemon import client, control, logformat, snapshot, supervisor, watch
 from reconciler.model import Monitor, MonitorName
 from reconciler.planning import plan as plan_mod
 from reconciler.state import atomic
@@ -72,6 +75,7 @@ class Options:
         allow_mass_stop: never hold stops (``--allow-mass-stop``).
         demo: also rewrite ``<root>/.history/demo/tick.txt`` every 15 s (``make run``),
             whatever the state directory: it is the input of ``monitors.d/demo-file.yml``.
+        resync_fixed: ``resync`` came from ``--resync``: a SIGHUP reload keeps it.
     """
 
     once: bool = False
@@ -80,18 +84,14 @@ class Options:
     debounce: float = watch.DEFAULT_DEBOUNCE
     allow_mass_stop: bool = False
     demo: bool = False
+    resync_fixed: bool = False  # --resync given: a SIGHUP reload keeps it
 
 
-def setup_logging(*, stream: Any = None, timestamps: bool = True) -> None:
-    """One line per event on stderr: ``HH:MM:SS level message`` (full date in a log file)."""
-    handler = logging.StreamHandler(stream or sys.stderr)
-    fmt = "%(asctime)s %(levelname)-7s %(message)s"
-    datefmt = "%Y-%m-%d %H:%M:%S" if timestamps else "%H:%M:%S"
-    handler.setFormatter(logging.Formatter(fmt, datefmt=datefmt))
-    root = logging.getLogger("monitors")
-    root.handlers[:] = [handler]
-    root.setLevel(logging.INFO)
-    root.propagate = False
+def setup_logging(*, stream: Any = None, timestamps: bool = True, level: str = "info",
+                  fmt: str = "text") -> None:
+    """One line per event on stderr: ``HH:MM:SS level message`` (full date in a log
+    file), or one JSON object a line (``fmt="json"``); see ``daemon.logformat.setup``."""
+    logformat.setup(stream=stream, timestamps=timestamps, level=level, fmt=fmt)
 
 
 @dataclass(slots=True)
@@ -127,6 +127,8 @@ class Daemon:
         self._pause_due: float | None = None  # monotonic time of the next pause expiry
         self._published: tuple[dict[str, Any], tuple[int, int, int] | None] | None = None
         self.redactor = redaction.Redactor()  # shared by sources, engine, dispatcher, log
+        self.on_ready: Callable[[], None] | None = None  # called once serving (start report)
+        self._reload_requested = False  # SIGHUP: re-read monitors.toml before reconciling
 
     # -- entry -------------------------------------------------------------------
 
@@ -163,6 +165,7 @@ class Daemon:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self._request_stop, sig)
+        loop.add_signal_handler(signal.SIGHUP, self._request_reload)
         self.registry.running = True
         self.registry.daemon_started_at = snapshot.now_iso()
         await self._build()
@@ -198,6 +201,8 @@ class Daemon:
                 log.info("daemon ready: pid %d, device %s, %d running, watching %s "
                          "(resync every %gs); Ctrl-C stops", os.getpid(), self.cfg.device,
                          len(self.registry.entries), self.cfg.root, self.options.resync)
+                if self.on_ready is not None:
+                    self.on_ready()
                 await self._loop(watcher)
         finally:
             if watcher is not None:
@@ -214,6 +219,35 @@ class Daemon:
             self._stopping.set()
             if self._trigger is not None:
                 self._trigger.poke("stop")
+
+    def _request_reload(self) -> None:
+        if self._stopping is not None and not self._stopping.is_set():
+            self._reload_requested = True
+            if self._trigger is not None:
+                self._trigger.poke("SIGHUP")
+
+    async def _reload(self) -> None:
+        """Re-read monitors.toml and the fleet file (SIGHUP) and use them; an invalid
+        file keeps the settings in use. One log line either way (``daemon.reload``)."""
+        from reconciler.daemon import reload
+
+        try:
+            new = await asyncio.to_thread(reload.read, self.cfg)
+        except errors.MonitorsError as e:
+            log.error("%s", reload.describe_error(e))
+            return
+        before = client.settings_digest(self.cfg)
+        self.cfg = new.cfg
+        if self._dispatcher is not None:
+            self._dispatcher.reconfigure(new.actions)
+        if self._ctx is not None:
+            self._ctx.settings, self._ctx.fleet = new.cfg, new.fleet
+        if not self.options.resync_fixed:
+            self.options = dataclasses.replace(self.options, resync=new.resync)
+        after = client.settings_digest(new.cfg)
+        what = "unchanged" if after == before else f"changed ({after[:19]}...)"
+        kept = f"; needs a restart, not applied: {'; '.join(new.kept)}" if new.kept else ""
+        log.info("SIGHUP: re-read %s: %s; reconciling%s", settings.SETTINGS_FILE, what, kept)
 
     def _watched_dirs(self) -> list[Path]:
         dirs = [self.cfg.user_dir, self.cfg.system_dir]
@@ -256,7 +290,13 @@ class Daemon:
 
     async def _recover(self) -> None:
         from reconciler.actions import recovery
+        from reconciler.state import leftovers
 
+        swept = await asyncio.to_thread(leftovers.sweep, self.cfg.state_dir)
+        if swept.summary():
+            log.info("%s", swept.summary())
+        for line in swept.kept:
+            log.warning("%s", line)
         snap = await asyncio.to_thread(self._read_snapshot, self.boot_good, with_git=False)
         self._register_secrets(snap)
         monitors: dict[str, Monitor] = {str(n): m for n, m in snap.desired.monitors.items()}
@@ -425,7 +465,12 @@ class Daemon:
             watcher.ensure()
             if expired:
                 self._pause_due = None  # re-armed by the reconcile (not retried in a loop)
-            if reasons is None and now >= next_resync:
+            if self._reload_requested:
+                self._reload_requested = False
+                await self._reload()
+                next_resync = now + self.options.resync  # [daemon] resync may have changed
+                trigger = "SIGHUP"
+            elif reasons is None and now >= next_resync:
                 next_resync = now + self.options.resync
                 trigger = "resync"
             elif reasons is None:
@@ -537,7 +582,8 @@ class Daemon:
         try:
             await asyncio.to_thread(registry_mod.publish, self.cfg.state_dir, self.registry)
         except OSError as e:
-            log.error("cannot publish running.json at exit: %s", e)
+            log.error("cannot publish running.json at exit: %s", client.state_error(
+                self.cfg.state_dir, e))
         log.info("stopped (%d monitors were running)", len(self.registry.entries))
 
     # -- control API -------------------------------------------------------------
@@ -605,6 +651,8 @@ class Daemon:
             "running": sorted(self.registry.entries),
             "held": list(self.registry.held),
             "problems": list(self.last.problems),
+            "writeErrors": self._store.write_errors() if self._store is not None else {},
+            "settingsDigest": client.settings_digest(self.cfg),  # a SIGHUP may change it
             "lastReconcile": {"at": self.last.at, "summary": self.last.summary,
                               "trigger": self.last.trigger},
         }

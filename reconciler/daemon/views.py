@@ -63,14 +63,19 @@ def describe_action(action: Any) -> str:
 def _row(name: MonitorName, monitor: Monitor, *, status: str, owner: str, placement: str,
          store: Any, now: float, owned: bool, error: str | None = None,
          note: str | None = None, evaluating: bool = True,
-         refused: str | None = None) -> dict[str, Any]:
+         refused: str | None = None,
+         write_error: dict[str, Any] | None = None) -> dict[str, Any]:
     from reconciler.state import store as store_mod
 
     autopause = store.autopause(name)
+    # Fire counts come from the fire records, never from the coalesced liveness file.
+    tally = {k: v for k, v in store.fire_tally(name).items() if v is not None}
+    liveness = {**(store.liveness(name) or {}), **tally}
     # STALLED is for a running evaluator that stopped checking: never for a monitor
     # that is paused, auto-paused, refused or not run by a daemon.
-    live = store_mod.liveness_view(store.liveness(name), monitor, now, owned=owned,
-                                   running=evaluating and not autopause and not refused)
+    live = store_mod.liveness_view(liveness, monitor, now, owned=owned,
+                                   running=evaluating and not autopause and not refused,
+                                   write_error=write_error)
     text = live["text"]
     if refused:
         text = f"refused: {refused}" + (f" · {text}" if live["status"] != "never" else "")
@@ -129,6 +134,7 @@ def _rows(cfg: settings.Settings) -> dict[str, Any]:
         snap.desired.invalid
     duplicates = snap.desired.duplicates
     held = {str(h.get("name")) for h in (status.get("held") or [])} if status else set()
+    write_errors: dict[str, Any] = (status.get("writeErrors") or {}) if status else {}
     names = set(snap.monitors) | set(desired) | set(excluded) | set(applied)
     for name in sorted(names):
         monitor = snap.monitors.get(name) or desired.get(name) or applied.get(name)
@@ -163,7 +169,8 @@ def _rows(cfg: settings.Settings) -> dict[str, Any]:
             state = "refused"
         row = _row(name, monitor, status=state, owner=owner, placement=where, store=store,
                    now=now, owned=bool(placed.runs_here) if placed else True, error=error,
-                   note=note, evaluating=running and why is None, refused=refused)
+                   note=note, evaluating=running and why is None, refused=refused,
+                   write_error=write_errors.get(name))
         if why is not None or note:
             row["reason"] = why.reason if why is not None else note
         elif refused:

@@ -87,6 +87,7 @@ def write_bytes(path: Path, data: bytes, *, durable: bool, sole_writer: bool = F
 
     Raises:
         OSError: the write failed; ``path`` is then unchanged and the temp file removed.
+            Its ``filename`` is always set (``path`` when the failing call had none).
     """
     if sole_writer:
         tmp = str(path.with_name(f".{path.name}.tmp"))
@@ -102,9 +103,13 @@ def write_bytes(path: Path, data: bytes, *, durable: bool, sole_writer: bool = F
                 f.flush()
                 os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(e, OSError) and e.filename is None:
+            # write(2) and fsync(2) errors (ENOSPC, EIO) carry no file name: name the
+            # target, so callers can say which file (and which directory) failed
+            raise OSError(e.errno, e.strerror, str(path)) from e
         raise
     if durable:
         fsync_dir(path.parent)

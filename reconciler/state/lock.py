@@ -8,6 +8,7 @@ it would let two processes each lock a different inode.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 from pathlib import Path
@@ -17,6 +18,16 @@ from reconciler import errors
 from reconciler.state import atomic
 
 LOCK_FILE = "daemon.lock"
+
+
+def describe(e: OSError) -> str:
+    """The ``strerror`` of ``e``, with what to do for a full file system or quota
+    (ENOSPC, EDQUOT): ``No space left on device (the file system is full: free some
+    space)``."""
+    text = e.strerror or str(e)
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        text += " (the file system is full: free some space)"
+    return text
 
 
 def holder_pid(state_dir: Path) -> int | None:
@@ -54,7 +65,8 @@ class StateLock:
 
     Raises (on enter):
         errors.LockedError: another process holds the lock (``pid`` = its pid when known).
-        errors.StateError: the state directory cannot be created or the file opened.
+        errors.StateError: the state directory cannot be created, or the file opened or
+            written (a full file system: ``describe``).
     """
 
     def __init__(self, state_dir: Path) -> None:
@@ -81,8 +93,13 @@ class StateLock:
                 "(a daemon is already running here)",
                 pid=pid,
             ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError as e:  # ENOSPC, EDQUOT, EIO: the pid is for messages, but a state
+            os.close(fd)      # directory that cannot take 8 bytes cannot take a fire record
+            raise errors.StateError(
+                f"{self.path}: cannot write the lock file: {describe(e)}") from e
         self._fd = fd
 
     def lost(self) -> str | None:

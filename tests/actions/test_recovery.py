@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import threading
 from pathlib import Path
@@ -126,6 +127,44 @@ def test_shutdown_mid_delivery_is_resent_with_the_same_id(tmp_path: Path,
     done = _restart(state, {"hook": mon})
     assert [(r.event_id, r.outcome) for r in done] == [(ev.id, "resent")]
     assert [r.headers["Idempotency-Key"] for r in receiver.wait_for(2)] == [ev.id, ev.id]
+    assert record(Store(state), mon, ev)["status"] == "succeeded"
+
+
+def test_resend_after_a_crash_repeats_the_body_and_signature_byte_for_byte(
+        tmp_path: Path, receiver: Receiver) -> None:
+    """The fire record's JSON sorts keys: a body rebuilt from it reorders ``meta``, and
+    the signature of one Idempotency-Key would differ between attempts."""
+    state = tmp_path / "state"
+    environ = {"PATH": os.environ["PATH"], "HOOK_SECRET": "s3cret"}
+    mon = monitor({"type": "webhook-out", "url": receiver.url, "secretEnv": "HOOK_SECRET"},
+                  name="hook")
+    ev = dataclasses.replace(event(mon), meta={"zeta": 1, "exitCode": 1, "alpha": "é"})
+    receiver.hold = threading.Event()
+
+    async def life(first: bool) -> None:
+        store = Store(state)
+        d = make_dispatcher(store, environ=environ)
+        if first:
+            fire(store, mon, ev)
+            await d.dispatch(mon, ev)
+            while not receiver.requests:
+                await asyncio.sleep(0.01)
+            await d.close()  # the crash: the first attempt got no answer
+            return
+        await recovery.recover(store, {"hook": mon}, d)
+        assert await d.drain(20)
+        await d.close()
+
+    asyncio.run(asyncio.wait_for(life(True), 20))
+    receiver.hold.set()
+    receiver.hold = None
+    asyncio.run(asyncio.wait_for(life(False), 20))
+    first, again = receiver.wait_for(2)
+    assert again.headers["Idempotency-Key"] == first.headers["Idempotency-Key"] == ev.id
+    assert again.body == first.body
+    assert b'"meta":{"zeta":1,"exitCode":1,"alpha":"\xc3\xa9"}' in first.body
+    assert (again.headers["X-Monitors-Signature-256"]
+            == first.headers["X-Monitors-Signature-256"])
     assert record(Store(state), mon, ev)["status"] == "succeeded"
 
 

@@ -1,0 +1,77 @@
+"""``monitors run --log-level`` and ``--log-format json`` (issue 9 §8)."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Callable
+
+from reconciler.daemon import logformat
+from tests.conftest import Repo
+from tests.daemon.conftest import Daemon, monitor_yaml, wait_for
+
+
+def test_log_format_json_is_one_object_a_line(repo: Repo,
+                                              daemons: Callable[..., Daemon]) -> None:
+    repo.write("monitors.d/a.yml", monitor_yaml("a", "[echo, hi]"))
+    repo.write("monitors.d/bad.yml", "name: bad\nsource: [\n")  # an ERROR line
+    d = daemons("--log-format", "json").start(wait_ready=False)
+    wait_for(lambda: '"daemon ready' in d.log_text(), what="daemon ready", log=d.log)
+    assert d.stop() == 0
+    lines = d.log_text().splitlines()
+    docs = [json.loads(line) for line in lines]  # every line is one JSON object
+    assert all(set(doc) == {"time", "level", "logger", "message"} for doc in docs), docs
+    ready = next(doc for doc in docs if doc["message"].startswith("daemon ready"))
+    assert ready["level"] == "info" and ready["logger"] == "monitors.daemon"
+    assert ready["time"].endswith("Z") and ready["time"][10] == "T"
+    assert any(doc["level"] == "error" and "bad.yml" in doc["message"] for doc in docs)
+
+
+def test_log_level_warning_drops_info_lines(repo: Repo,
+                                            daemons: Callable[..., Daemon]) -> None:
+    repo.write("monitors.d/bad.yml", "name: bad\nsource: [\n")
+    d = daemons("--log-level", "warning").start(wait_ready=False)
+    wait_for(lambda: "bad.yml" in d.log_text(), what="the error line", log=d.log)
+    assert d.stop() == 0
+    text = d.log_text()
+    assert " ERROR " in text and " INFO " not in text, text
+
+
+def test_json_formatter_keeps_a_multiline_message_and_traceback_on_one_line() -> None:
+    out = io.StringIO()
+    root = logging.getLogger("monitors")
+    saved = root.handlers[:], root.level, root.propagate
+    logformat.setup(stream=out, fmt="json", level="debug")
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        logging.getLogger("monitors.test").exception("two\nlines")
+    finally:
+        root.handlers[:], root.level, root.propagate = saved
+    line, = out.getvalue().splitlines()
+    doc = json.loads(line)
+    assert doc["message"] == "two\nlines" and doc["level"] == "error"
+    assert "ValueError: boom" in doc["exception"]
+
+
+def test_json_formatter_keeps_a_traceback_the_redacting_filter_turned_into_text() -> None:
+    """The daemon's log filter (``redaction.filter_logs``) redacts a traceback into
+    ``exc_text`` and drops ``exc_info``: the JSON line must still carry it, redacted."""
+    from reconciler import redaction
+
+    out = io.StringIO()
+    root = logging.getLogger("monitors")
+    saved = root.handlers[:], root.level, root.propagate
+    logformat.setup(stream=out, fmt="json", level="debug")
+    redaction.filter_logs(redaction.Redactor(["tok-3141592"]))
+    try:
+        raise ValueError("bad token tok-3141592")
+    except ValueError:
+        logging.getLogger("monitors.test").exception("failed")
+    finally:
+        root.handlers[:], root.level, root.propagate = saved
+        redaction.filter_logs(redaction.Redactor())  # lastResort keeps a filter: empty it
+    doc = json.loads(out.getvalue().splitlines()[0])
+    assert "ValueError: bad token ***" in doc["exception"]
+    assert "tok-3141592" not in out.getvalue()
