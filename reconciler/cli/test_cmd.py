@@ -185,22 +185,16 @@ def _text(result: Any, preview: dict[str, Any] | None = None) -> str:
 
 
 def _replay(monitor: Monitor, file: Path, as_json: bool) -> int:
-    import yaml
-
     from reconciler.conditions import replay
+    from reconciler.config import yamlload
 
     try:
-        doc = yaml.load(file.read_text(encoding="utf-8"),
-                        Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        text = file.read_text(encoding="utf-8")
     except OSError as e:
         raise errors.UsageError(f"{file}: cannot read: {e.strerror or e}") from e
     except UnicodeDecodeError as e:
         raise errors.ConfigError(f"{file}: not UTF-8: {e.reason}") from e
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{file}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(file)
-        what = getattr(e, "problem", None) or str(e)
-        raise errors.ConfigError(f"{where}: invalid YAML: {what}") from e
+    doc = yamlload.plain(text, file=str(file))
     steps = replay.parse(doc, file=str(file))
     results = replay.replay(monitor, steps)
     mismatches = sum(1 for r in results if r.mismatch)

@@ -35,6 +35,7 @@ from typing import Any, Final
 import yaml
 
 from reconciler import errors
+from reconciler.config import yamlload
 from reconciler.model import Pause
 from reconciler.settings import Settings
 from reconciler.state import atomic
@@ -241,12 +242,9 @@ def read_overlay_doc(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as e:
         raise errors.ConfigError(f"{path}: cannot read overlay: {e}") from e
     try:
-        doc = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError as e:
-        raise errors.ConfigError(
-            f"{path}: invalid YAML in overlay; fix or delete the file first ({e})".replace(
-                "\n", " ")
-        ) from e
+        doc = yamlload.plain(text, file=str(path))
+    except errors.ConfigError as e:
+        raise errors.ConfigError(f"{e}: an invalid overlay; fix or delete the file first") from e
     if doc is None:
         return {}
     if not isinstance(doc, Mapping):

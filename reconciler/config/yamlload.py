@@ -535,3 +535,27 @@ def _syntax(file: str, text: str, e: yaml.MarkedYAMLError, odd: str | None) -> P
                        "a second YAML document (---): one monitor per file", "yaml-syntax")
     context = f" ({e.context.strip()})" if e.context else ""
     return P.error(file, line, col, "", f"invalid YAML: {problem}{context}", "yaml-syntax")
+
+
+def plain(text: str, *, file: str) -> Any:
+    """Load a YAML text that is not a monitor file (a replay fixture, a generated
+    overlay being rewritten) with PyYAML's safe loader, as plain values.
+
+    Raises:
+        errors.ConfigError: one line, ``file:line:col: invalid YAML: ...`` for a syntax
+            error, or ``file: invalid YAML value: <summary>`` when a value cannot be
+            constructed (``!!int`` with nothing after it, ``!!float abc``, nesting past
+            the parser's limit); never a traceback.
+    """
+    from reconciler import errors
+
+    try:
+        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line, col = _at(mark, None) if mark is not None else (1, 1)
+        what = " ".join((e.problem or "invalid YAML").split())
+        raise errors.ConfigError(f"{file}:{line}:{col}: invalid YAML: {what}") from e
+    except (yaml.YAMLError, ValueError, TypeError, IndexError, RecursionError) as e:
+        summary = " ".join(str(e).split())[:200] or type(e).__name__
+        raise errors.ConfigError(f"{file}: invalid YAML value: {summary}") from e

@@ -192,11 +192,15 @@ def test_apply_flag_hands_the_change_to_the_daemon(reap_daemon: Repo) -> None:
     assert store_mod.Store(repo.state).autopause("docs") is None
 
 
-def test_broken_overlay_is_not_replaced(two: Repo) -> None:
-    two.write("monitors.d/overlays/docs.yml", "monitor: [docs\n")
+@pytest.mark.parametrize("body", ["monitor: [docs\n", "monitor: docs\nenabled: !!int \n"])
+def test_broken_overlay_is_not_replaced(two: Repo, body: str) -> None:
+    """A syntax error, or a value the loader cannot build (an empty ``!!int``, which
+    raised IndexError), is one line naming the file; the overlay is kept as it is."""
+    two.write("monitors.d/overlays/docs.yml", body)
     r = run_cli(["pause", "docs"], repo=two)
-    assert r.exit_code == 1 and "fix or delete the file first" in r.stderr
-    assert (two.overlays / "docs.yml").read_text() == "monitor: [docs\n"
+    assert r.exit_code == 1 and "fix or delete the file first" in r.stderr, r.stderr
+    assert "docs.yml" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert (two.overlays / "docs.yml").read_text() == body
 
 
 # -- pausing again keeps what is not given again (bug: a second pause dropped until/reason) ----

@@ -6,6 +6,8 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from reconciler.config import normalize
 from reconciler.state import store as store_mod
 from tests.conftest import Repo, run_cli
@@ -178,3 +180,16 @@ def test_replay_yaml_error_names_file_line_col(repo: Repo) -> None:
     assert r.exit_code == 1
     assert f"{f}:4:1: invalid YAML:" in r.stderr
     assert "<unicode string>" not in r.stderr
+
+
+@pytest.mark.parametrize("body", ["steps:\n  - text: !!int \n", "steps:\n  - !!float abc\n",
+                                  "steps: " + "[" * 3000 + "\n"])
+def test_replay_value_that_cannot_be_built_is_one_line(repo: Repo, body: str) -> None:
+    """A core tag on a value of another type (``!!int`` with nothing after it) made the
+    safe loader raise IndexError/ValueError: exit 3 with a traceback."""
+    repo.write("monitors.d/ci-red.yml", CI_RED)
+    f = repo.write("replay.yml", body)
+    r = run_cli(["test", "ci-red", "--replay", str(f)], repo=repo)
+    assert r.exit_code == 1, r.stderr
+    assert str(f) in r.stderr and "invalid YAML" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
