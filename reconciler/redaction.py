@@ -49,6 +49,15 @@ SECRET_NAME_KEY = "secretEnv"
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
+SHELL_KEY = "command"
+"""Spec key whose string form runs through ``/bin/sh -c``: the shell expands its
+``${NAME}`` references itself, and each one is registered as a secret too, except the
+names in ``NOT_SECRET``."""
+NOT_SECRET = frozenset({"HOME", "PATH", "PWD", "OLDPWD", "USER", "LOGNAME", "SHELL",
+                        "TMPDIR", "TERM", "LANG", "LANGUAGE", "HOSTNAME", "TZ"})
+"""Variables of every login environment (POSIX, XDG_*, LC_*) that hold no secret and
+would shred ordinary text (paths, user names) if their values were masked."""
+
 
 class Unset(LookupError):
     """A ``${NAME}`` names an environment variable that is not set (``name``)."""
@@ -183,7 +192,8 @@ def expand(text: str, *, environ: Mapping[str, str], redactor: Redactor | None =
 def referenced(spec: Any, *, key: str = "") -> set[str]:
     """The environment variable names a spec (a monitor's source or action, or a
     ``monitors.toml`` table) takes secrets from: every ``${NAME}`` in the strings
-    under an ``EXPANDED_KEYS`` key, and every ``secretEnv`` value, at any depth."""
+    under an ``EXPANDED_KEYS`` key, every ``${NAME}`` the shell expands in a string
+    ``command`` (less ``NOT_SECRET``), and every ``secretEnv`` value, at any depth."""
     found: set[str] = set()
     if isinstance(spec, Mapping):
         for k, v in spec.items():
@@ -196,7 +206,13 @@ def referenced(spec: Any, *, key: str = "") -> set[str]:
             found |= referenced(v, key=key)
     elif isinstance(spec, str) and key in EXPANDED_KEYS:
         found.update(names(spec))
+    elif isinstance(spec, str) and key == SHELL_KEY:
+        found.update(n for n in names(spec) if not _ordinary(n))
     return found
+
+
+def _ordinary(name: str) -> bool:
+    return name in NOT_SECRET or name.startswith(("LC_", "XDG_"))
 
 
 def collect(monitors: Iterable[Monitor], toml: Mapping[str, Any],

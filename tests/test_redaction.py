@@ -89,7 +89,8 @@ def _monitor(source: dict[str, object], action: dict[str, object]) -> Monitor:
 
 def test_collect_finds_every_reference_of_monitors_and_settings() -> None:
     monitors = [
-        _monitor({"type": "poll", "command": "echo ${NOT_OURS}", "env": {"X": "${SRC_ENV}"}},
+        _monitor({"type": "poll", "command": "echo ${SHELL_TOK} ${HOME} ${XDG_X} $BARE",
+                  "env": {"X": "${SRC_ENV}"}},
                  {"type": "webhook-out", "url": "https://h/${URL_TOK}",
                   "headers": {"A": "Bearer ${HDR}"}, "secretEnv": "SIGNING"}),
         _monitor({"type": "poll-http", "url": "http://h/", "headers": {"B": "${HTTP_HDR}"}},
@@ -101,11 +102,14 @@ def test_collect_finds_every_reference_of_monitors_and_settings() -> None:
             "routines": {"r": {"argv": ["r"], "env": {"D": "x-${DEPLOY}"}}},
             "channels": {"phone": {"url": "ntfy://ntfy.sh/${TOPIC}"}}}
     names = ["SRC_ENV", "URL_TOK", "HDR", "SIGNING", "HTTP_HDR", "GH_TOKEN", "HOOK_SECRET",
-             "AGENT_KEY", "DEPLOY", "TOPIC", "NOT_OURS", "NOT_OURS_EITHER"]
+             "AGENT_KEY", "DEPLOY", "SHELL_TOK", "TOPIC", "HOME", "XDG_X", "BARE",
+             "NOT_OURS_EITHER"]
     environ = {n: f"value-of-{n}" for n in names}
     environ["TOPIC"] = ""  # set but empty: nothing to register
     got = set(redaction.collect(monitors, toml, environ))
-    assert got == {f"value-of-{n}" for n in names[:-3]}
+    # a shell command's ${SHELL_TOK} is the shell's expansion of a secret: registered;
+    # ${HOME} and XDG_* hold no secret; the bare $BARE form and a prompt are not references
+    assert got == {f"value-of-{n}" for n in names[:-5]}
 
 
 def test_log_filter_redacts_message_arguments_and_traceback() -> None:
