@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reconciler.conditions import spec as condition_spec
 from reconciler.model import Fingerprint, Monitor, MonitorName
 from reconciler.state import registry
 
@@ -171,8 +172,10 @@ def field_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[Field
 def identity_changes(old: Monitor, new: Monitor) -> tuple[FieldChange, ...]:
     """What changed in source, condition and action (the fingerprint's inputs)."""
     return field_changes(
-        {"source": dict(old.source), "condition": dict(old.condition), "action": dict(old.action)},
-        {"source": dict(new.source), "condition": dict(new.condition), "action": dict(new.action)},
+        {"source": dict(old.source), "condition": condition_spec.to_json(old.condition),
+         "action": dict(old.action)},
+        {"source": dict(new.source), "condition": condition_spec.to_json(new.condition),
+         "action": dict(new.action)},
     )
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from reconciler.conditions.spec import Condition
 from reconciler.daemon import client
 from reconciler.model import Fingerprint, Monitor, MonitorName, RateLimit, Scope
 from reconciler.planning import diff
@@ -157,7 +158,7 @@ def test_replay_errors_and_display_count_steps_from_1(repo: Repo) -> None:
 
 
 def _monitor(rate: RateLimit | None, labels: dict[str, str]) -> Monitor:
-    return Monitor(name=MonitorName("repo-head"), source={"type": "poll"}, condition={},
+    return Monitor(name=MonitorName("repo-head"), source={"type": "poll"}, condition=Condition(),
                    action={"type": "notify"}, fingerprint=Fingerprint("sha256:x"),
                    scope=Scope.USER, origin=Path("monitors.d/repo-head.yml"), line=1,
                    rate_limit=rate, labels=labels)
