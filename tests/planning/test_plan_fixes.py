@@ -168,7 +168,7 @@ def test_update_reason_names_each_changed_field_once() -> None:
     old = _monitor(RateLimit(5, 60.0), {"a": "1"})
     new = _monitor(RateLimit(9, 120.0), {"a": "2"})
     [change] = diff.diff({old.name: new}, {old.name: old})
-    assert change.action is diff.Action.UPDATE
+    assert change.action is diff.ChangeKind.UPDATE
     # was "labels, rateLimit, rateLimit changed": rateLimit.max and rateLimit.per
     assert change.reason == "labels, rateLimit changed: updated in place, baseline kept"
     assert [f.path for f in change.fields] == ["labels.a", "rateLimit.max", "rateLimit.per"]
