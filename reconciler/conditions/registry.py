@@ -38,7 +38,7 @@ MODES: dict[str, Mode] = {m.MODE.value: m for m in (on_change, match, every)}
 
 def mode_of(condition: Condition) -> Mode:
     """The module of ``condition.mode``."""
-    return MODES[condition.mode.value]
+    return MODES[condition.mode]  # a StrEnum: hashes as its string
 
 
 def describe(condition: Condition) -> str:

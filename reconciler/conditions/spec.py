@@ -22,6 +22,8 @@ DEFAULT_MODE = ConditionMode.ON_CHANGE
 PID_EXIT_MATCH = "^exited$"
 """A ``pid`` source's default condition matches this (it fires when the process exits)."""
 
+_BY_VALUE = {m.value: m for m in ConditionMode}  # faster than ConditionMode(value)
+
 KEYS = ("mode", "match", "dedupeKey", "ignore")
 """The normalized keys in their written order (``to_json``, the YAML writer)."""
 
@@ -56,8 +58,11 @@ def normalize(raw: Mapping[str, Any] | None, *, source_type: str) -> Condition:
     if raw is None and source_type == "pid":
         raw = {"mode": ConditionMode.MATCH.value, "match": PID_EXIT_MATCH}
     raw = raw or {}
+    mode = raw.get("mode", DEFAULT_MODE.value)
+    if not isinstance(mode, str) or mode not in _BY_VALUE:
+        raise ValueError(f"unknown condition mode {mode!r}")
     return Condition(
-        mode=ConditionMode(raw.get("mode", DEFAULT_MODE.value)),
+        mode=_BY_VALUE[mode],
         match=raw.get("match"),
         dedupe_key=raw.get("dedupeKey"),
         ignore=tuple(raw.get("ignore") or ()),
