@@ -78,6 +78,9 @@ FORBIDDEN: dict[str, set[str]] = {
     # a leaf shared by sources (commands, pid), actions (run) and config (add --watch-pid)
     "processes": {"config", "state", "planning", "sources", "conditions", "actions",
                   "daemon", "render", "cli"},
+    # position-free lint findings: what type modules' checks return (config places them)
+    "findings": {"config", "state", "planning", "sources", "conditions", "actions", "daemon",
+                 "render", "cli"},
     # the shared redactor: sources, actions, daemon and cli all use it
     "redaction": {"config", "state", "planning", "sources", "conditions", "actions",
                   "daemon", "render", "cli"},
