@@ -19,8 +19,8 @@ Nothing here does I/O. The shapes:
     ws         url, headers
     webhook    provider, events, secretEnv
 
-  Normalized condition keys: ``mode`` (on-change | match | every), ``match``,
-  ``dedupeKey``, ``ignore`` (list of regexes).
+  The condition is a typed value, ``conditions.spec.Condition`` (its ``to_json``
+  gives the normalized mapping: ``mode``, ``match``, ``dedupeKey``, ``ignore``).
 
   Normalized action keys by ``type``::
 
@@ -39,7 +39,10 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NewType
+from typing import TYPE_CHECKING, Any, NewType
+
+if TYPE_CHECKING:  # a type only: model stays a leaf at run time
+    from reconciler.conditions.spec import Condition
 
 MonitorName = NewType("MonitorName", str)
 Fingerprint = NewType("Fingerprint", str)  # "sha256:<64 hex>"
@@ -76,7 +79,8 @@ PUSH_SOURCES = frozenset({SourceType.WS, SourceType.WEBHOOK})
 
 
 class ConditionMode(enum.StrEnum):
-    """The YAML ``condition.mode`` values."""
+    """The YAML ``condition.mode`` values (``Condition.mode``; each has its module in
+    ``conditions.registry.MODES``)."""
 
     ON_CHANGE = "on-change"
     MATCH = "match"
@@ -131,7 +135,8 @@ class Monitor:
 
     Attributes:
         name: unique across both layers after shadowing.
-        source, condition, action: normalized specs (see the module docstring).
+        source, action: normalized specs (see the module docstring).
+        condition: the typed condition (``conditions.spec.Condition``).
         fingerprint: ``sha256:<hex>`` over source, condition and action.
         scope: the layer that defined it.
         origin: the file that defined it.
@@ -150,7 +155,7 @@ class Monitor:
 
     name: MonitorName
     source: Spec
-    condition: Spec
+    condition: Condition
     action: Spec
     fingerprint: Fingerprint
     scope: Scope = Scope.USER

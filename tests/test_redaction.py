@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from reconciler import redaction
+from reconciler.conditions.spec import Condition
 from reconciler.model import Fingerprint, Monitor, MonitorName, Observation
 from reconciler.redaction import MASK, Redactor
 
@@ -83,7 +84,7 @@ def test_expand_registers_what_it_substitutes() -> None:
 
 
 def _monitor(source: dict[str, object], action: dict[str, object]) -> Monitor:
-    return Monitor(name=MonitorName("m"), source=source, condition={}, action=action,
+    return Monitor(name=MonitorName("m"), source=source, condition=Condition(), action=action,
                    fingerprint=Fingerprint("sha256:0"), origin=Path("m.yml"))
 
 

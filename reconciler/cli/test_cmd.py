@@ -19,7 +19,7 @@ from typing import Any
 import click
 
 from reconciler import errors
-from reconciler.model import Monitor, MonitorName
+from reconciler.model import ConditionMode, Monitor, MonitorName
 from reconciler.settings import Settings
 
 OBSERVATION_LINES = 20
@@ -152,7 +152,7 @@ def _text(result: Any, preview: dict[str, Any] | None = None) -> str:
                      f"{len(obs.text.splitlines())} lines)")
     meta = json.dumps(dict(obs.meta), ensure_ascii=False, separators=(",", ":"), default=str)
     lines.append(f"  meta: {meta}")
-    if monitor.condition.get("ignore") and d.observation != obs.text:
+    if monitor.condition.ignore and d.observation != obs.text:
         after, _ = shorten(d.observation)
         lines.append("  after ignore:")
         lines += [f"    {line}" for line in after.splitlines()]
@@ -162,7 +162,7 @@ def _text(result: Any, preview: dict[str, Any] | None = None) -> str:
     lines.append(f"Would fire: {'yes' if fire else 'no'} ({why})")
     if result.previous is None:
         lines.append("  stored state: none (this observation would be the baseline)"
-                     if monitor.condition.get("mode", "on-change") == "on-change"
+                     if monitor.condition.mode is ConditionMode.ON_CHANGE
                      else "  stored state: none")
     else:
         lines.append(f"  stored state: last signature "

@@ -1,22 +1,43 @@
-"""``on-change``: a silent baseline, then fire whenever the signature differs. Pure."""
+"""``on-change``: a silent baseline, then fire whenever the signature differs. Pure.
+
+The default mode. The first observation of an identity is a silent ``baseline``; a
+later observation whose signature differs from the last seen one fires (``changed``),
+an equal one does not (``unchanged``).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from reconciler.conditions import Decision, Reason, signature
-from reconciler.model import Monitor, Observation
+from reconciler.conditions import signature
+from reconciler.conditions.decision import Decision, Reason
+from reconciler.conditions.spec import Condition
+from reconciler.findings import Finding
+from reconciler.model import ConditionMode, Monitor, Observation
+
+MODE = ConditionMode.ON_CHANGE
+
+QUIET = "no change yet"
+"""The liveness text's tail while the monitor has never fired (``list``, ``view``)."""
+
+def describe(spec: Condition) -> str:
+    """``on-change`` (list/view/plan)."""
+    return MODE.value
+
+
+def check(raw: Mapping[str, Any]) -> list[Finding]:
+    """No checks beyond the regexes every mode shares (``spec.check_regexes``)."""
+    return []
 
 
 def decide(
     monitor: Monitor, observation: Observation, previous: Mapping[str, Any] | None
 ) -> Decision:
-    """See ``reconciler.conditions``."""
-    cond = monitor.condition
-    text, dedupe, key, sig = signature.prepare(cond, observation.text)
+    """See the module docstring and ``reconciler.conditions.decide``."""
+    text, dedupe, key, sig = signature.prepare(monitor.condition, observation.text)
     summary = signature.shorten(key if dedupe else text)
-    base = {"fingerprint": monitor.fingerprint, "mode": "on-change"}
+    base = {"fingerprint": monitor.fingerprint, "mode": MODE.value}
     if previous is None:
         state = {**base, "baseline": sig, "lastSignature": sig}
         return Decision(False, sig, summary, Reason.BASELINE, state, (), text, persist=True)

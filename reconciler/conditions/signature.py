@@ -5,8 +5,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+
+from reconciler.conditions.spec import Condition
 
 MAX_PLAIN = 256
 """Signatures longer than this many characters are stored as ``sha256:<hex>``."""
@@ -81,7 +82,7 @@ def shorten(text: str, limit: int = SUMMARY_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def prepare(condition: Mapping[str, Any], observed: str) -> tuple[str, str | None, str, str]:
+def prepare(condition: Condition, observed: str) -> tuple[str, str | None, str, str]:
     """The first step every condition mode shares.
 
     Returns:
@@ -89,7 +90,7 @@ def prepare(condition: Mapping[str, Any], observed: str) -> tuple[str, str | Non
         ``dedupeKey`` regex (or None), the key it selects (``key``) and its signature
         (``of``).
     """
-    text = apply_ignore(observed, condition.get("ignore") or ())
-    dedupe = condition.get("dedupeKey")
+    text = apply_ignore(observed, condition.ignore)
+    dedupe = condition.dedupe_key
     k = key(text, dedupe)
     return text, dedupe, k, of(k)

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from reconciler import durations
+from reconciler.conditions import spec as condition_spec
+from reconciler.conditions.spec import Condition
 from reconciler.config import fingerprint
 from reconciler.model import (
     DeviceName,
@@ -34,7 +36,6 @@ DEFAULT_WEBHOOK_TIMEOUT = 10.0
 DEFAULT_WEBHOOK_ATTEMPTS = 5
 DEFAULT_WEBHOOK_MAX_TIME = 120.0
 DEFAULT_NOTIFY_MESSAGE = "{{ monitor.name }}: {{ event }}"
-PID_EXIT_MATCH = "^exited$"
 
 
 def _dur(value: Any, default: float) -> float:
@@ -122,21 +123,9 @@ def source(raw: Mapping[str, Any]) -> dict[str, Any]:
     raise ValueError(f"unknown source type {kind!r}")
 
 
-def condition(raw: Mapping[str, Any] | None, *, source_type: str) -> dict[str, Any]:
-    """Return the normalized condition spec.
-
-    A missing condition defaults to ``on-change``, except for a ``pid`` source,
-    whose default condition fires on exit (``match: ^exited$``).
-    """
-    if raw is None and source_type == "pid":
-        raw = {"mode": "match", "match": PID_EXIT_MATCH}
-    raw = raw or {}
-    return {
-        "mode": raw.get("mode", "on-change"),
-        "match": raw.get("match"),
-        "dedupeKey": raw.get("dedupeKey"),
-        "ignore": list(raw.get("ignore") or []),
-    }
+def condition(raw: Mapping[str, Any] | None, *, source_type: str) -> Condition:
+    """The typed condition (``conditions.spec.normalize``: defaults live there)."""
+    return condition_spec.normalize(raw, source_type=source_type)
 
 
 def action(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -210,7 +199,7 @@ def monitor(
         source=src,
         condition=cond,
         action=act,
-        fingerprint=fingerprint.compute(src, cond, act),
+        fingerprint=fingerprint.compute(src, condition_spec.to_json(cond), act),
         scope=scope,
         origin=origin,
         enabled=bool(doc.get("enabled", True)),

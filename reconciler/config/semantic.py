@@ -20,17 +20,14 @@ import re
 from typing import Any
 
 from reconciler import durations, templates
+from reconciler.conditions import registry as condition_registry
 from reconciler.config import problems as P
 from reconciler.config.problems import Problem
 from reconciler.config.yamlload import Document
+from reconciler.findings import Finding
 
 NAME = re.compile(r"[a-z][a-z0-9-]{0,62}")
 
-SUCCESS_TOKENS = frozenset(
-    {"issued", "success", "succeeded", "successful", "passed", "pass", "ok", "green",
-     "merged", "ready", "done", "complete", "completed"}
-)
-"""Words that only say "it worked": a ``match`` made of these alone is a coverage warning."""
 
 # Duration fields per mapping; intervals are range-checked (500ms..7d).
 _DURATIONS = {
@@ -50,7 +47,6 @@ _SIMPLE_TEMPLATE = re.compile(
     + r"(?:\{%\s*else\s*%\}" + _TEXT + r")?\{%\s*endif\s*%\}" + _TEXT + r")*"
 )
 _NAMES = re.compile(r"(?:\{\{|\{%\s*if\s)\s*([A-Za-z_]\w*)")
-_WORDS = re.compile(r"[a-z]+")
 
 
 def check(doc: Document, *, stem: str) -> list[Problem]:
@@ -68,15 +64,7 @@ def check(doc: Document, *, stem: str) -> list[Problem]:
                 out.extend(_duration(doc, (section, key), mapping[key]))
     condition = data.get("condition")
     if isinstance(condition, dict):
-        for key in ("match", "dedupeKey"):
-            if isinstance(condition.get(key), str):
-                out.extend(_regex(doc, ("condition", key), condition[key]))
-        ignore = condition.get("ignore")
-        for i, pattern in enumerate(ignore if isinstance(ignore, list) else ()):
-            if isinstance(pattern, str):
-                out.extend(_regex(doc, ("condition", "ignore", i), pattern))
-        if condition.get("mode") == "match" and isinstance(condition.get("match"), str):
-            out.extend(_coverage(doc, condition["match"]))
+        out.extend(_findings(doc, condition_registry.check(condition)))
     action = data.get("action")
     if isinstance(action, dict):
         for key in _TEMPLATES:
@@ -169,21 +157,6 @@ def duration_error(interval: bool, value: Any) -> tuple[str, str] | None:
     return None
 
 
-def _regex(doc: Document, path: tuple[str | int, ...], pattern: str) -> list[Problem]:
-    try:
-        re.compile(pattern)
-    except re.error as e:
-        line, col = doc.position(path)
-        where = f" at position {e.pos}" if e.pos is not None else ""
-        return [P.error(doc.file, line, col, P.dotted(path),
-                        f"invalid regex {pattern!r}: {e.msg}{where}", "bad-regex")]
-    except (RecursionError, OverflowError):
-        line, col = doc.position(path)
-        return [P.error(doc.file, line, col, P.dotted(path),
-                        f"invalid regex {pattern[:40]!r}: too complex", "bad-regex")]
-    return []
-
-
 @functools.lru_cache(maxsize=4096)
 def template_error(text: str) -> str | None:
     """Return why ``text`` is not a valid template (short form ``{event}`` accepted), or None.
@@ -230,17 +203,11 @@ def _template(doc: Document, path: tuple[str, str], text: str) -> list[Problem]:
                     "bad-template")]
 
 
-def success_only(pattern: str) -> bool:
-    """True when every word of ``pattern`` is a success token (``issued``, ``ok|passed``)."""
-    words = _WORDS.findall(pattern.lower())
-    return bool(words) and all(w in SUCCESS_TOKENS for w in words)
-
-
-def _coverage(doc: Document, pattern: str) -> list[Problem]:
-    if not success_only(pattern):
-        return []
-    line, col = doc.position(("condition", "match"))
-    return [P.warning(doc.file, line, col, "condition.match",
-                      f"match {pattern!r} names only a success token: silence is not success, "
-                      f"so a broken source never fires; also match the failure (e.g. "
-                      f"'{pattern}|fail|error') or add a monitor for it", "coverage")]
+def _findings(doc: Document, findings: list[Finding]) -> list[Problem]:
+    """A type module's position-free ``Finding``s as ``Problem``s at their fields."""
+    out = []
+    for f in findings:
+        line, col = doc.position(f.path)
+        out.append(P.Problem(doc.file, line, col, P.dotted(f.path), f.message, f.severity,
+                             f.rule))
+    return out

@@ -35,6 +35,7 @@ from typing import Any, Final
 import yaml
 
 from reconciler import errors
+from reconciler.conditions import spec as condition_spec
 from reconciler.config import yamlload
 from reconciler.model import Pause
 from reconciler.settings import Settings
@@ -62,7 +63,7 @@ SOURCE_ORDER = (
     "timeout", "backoff", "cwd", "env", "headers", "followRedirects", "maxBytes", "force",
     "secretEnv",
 )
-CONDITION_ORDER = ("mode", "match", "dedupeKey", "ignore")
+CONDITION_ORDER = condition_spec.KEYS
 ACTION_ORDER = (
     "type", "agent", "routine", "channel", "url", "command", "prompt", "message", "cwd", "env",
     "headers", "secretEnv", "timeout", "overlap", "maxAttempts", "maxTime",

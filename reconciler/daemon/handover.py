@@ -30,7 +30,8 @@ from reconciler import errors, settings
 from reconciler.daemon import client, snapshot
 from reconciler.model import MonitorName
 from reconciler.planning import plan as plan_mod
-from reconciler.planning.diff import Action
+from reconciler.planning import saved as saved_mod
+from reconciler.planning.diff import ChangeKind
 from reconciler.state import registry as registry_mod
 
 REQUEST_SLACK = 30.0
@@ -73,12 +74,13 @@ def current_plan(cfg: settings.Settings, *, allow_mass_stop: bool = False) -> pl
     client.check_settings(cfg, status)
     running = last_good if status is not None else {}
     generation = int(status["generation"]) if status is not None else reg.generation
-    return plan_mod.make(
-        snap.desired, running, device=cfg.device, daemon_running=status is not None,
+    basis = plan_mod.Basis(
+        device=cfg.device, daemon_running=status is not None,
         daemon_pid=status.get("pid") if status else None, generation=generation,
-        digest=snap.digest, commit=snap.commit, dirty=snap.dirty, problems=snap.problems,
-        allow_mass_stop=allow_mass_stop, created_at=snapshot.now_iso(), root=cfg.root,
-        error_files=snap.error_files, settings_digest=client.settings_digest(cfg))
+        digest=snap.digest, commit=snap.commit, dirty=snap.dirty, problems=tuple(snap.problems),
+        created_at=snapshot.now_iso(), root=cfg.root, error_files=tuple(snap.error_files),
+        settings_digest=client.settings_digest(cfg))
+    return plan_mod.make(snap.desired, running, basis, allow_mass_stop=allow_mass_stop)
 
 
 def settings_error_line(message: str) -> str:
@@ -89,7 +91,7 @@ def settings_error_line(message: str) -> str:
     return f"{named} (the daemon does not start with an invalid {settings.SETTINGS_FILE}; fix it)"
 
 
-def load_saved(path: Path) -> plan_mod.SavedPlan:
+def load_saved(path: Path) -> saved_mod.SavedPlan:
     """Read a ``plan --out`` file.
 
     Raises:
@@ -109,7 +111,7 @@ def load_saved(path: Path) -> plan_mod.SavedPlan:
     except RecursionError as e:
         raise errors.PlanError(f"{not_a_plan} (JSON nested too deeply)") from e
     try:
-        return plan_mod.SavedPlan.from_json(doc)
+        return saved_mod.SavedPlan.from_json(doc)
     except ValueError as e:
         raise errors.PlanError(f"{path}: {e}") from e
 
@@ -217,7 +219,7 @@ def apply(
     plan = current_plan(cfg, allow_mass_stop=allow_mass_stop)
     if plan_file is not None:
         saved = load_saved(plan_file)
-        stale = plan_mod.stale_reasons(saved, plan)
+        stale = saved_mod.stale_reasons(saved, plan)
         if stale:
             raise errors.PlanError(f"{plan_file}: saved plan is stale: " + "; ".join(stale) +
                                    " (run `monitors plan --out` again)")
@@ -244,7 +246,7 @@ def apply(
     client.check_settings(cfg, running)
     pid = running.get("pid") if running else report.started_daemon
     waited = [c.name for c in plan.changes
-              if c.action in (Action.START, Action.REPLACE, Action.RENAME)]
+              if c.action in (ChangeKind.START, ChangeKind.REPLACE, ChangeKind.RENAME)]
     tell(Step.HANDING, pid=pid)
     reply = client.request(cfg.state_dir, "reconcile", timeout=REQUEST_SLACK, wait=0,
                            names=waited, allowMassStop=allow_mass_stop)
@@ -261,9 +263,9 @@ def apply(
         name = change.name
         if name in failed:
             report.monitors.append(MonitorReport(name, change.action.value, "error", failed[name]))
-        elif change.action is Action.STOP:
+        elif change.action is ChangeKind.STOP:
             report.monitors.append(MonitorReport(name, "stop", "stopped", change.reason))
-        elif change.action is Action.UPDATE:
+        elif change.action is ChangeKind.UPDATE:
             report.monitors.append(MonitorReport(name, "update", "updated", change.reason))
         else:
             poll = polls.get(name)

@@ -350,13 +350,14 @@ class Daemon:
             expiry = snap.next_pause_expiry
             self._pause_due = None if expiry is None else (
                 time.monotonic() + max(0.0, expiry - time.time()) + PAUSE_MARGIN)
+            basis = plan_mod.Basis(
+                device=self.cfg.device, daemon_running=True, daemon_pid=os.getpid(),
+                generation=self.registry.generation, digest=snap.digest, commit=snap.commit,
+                dirty=snap.dirty, problems=tuple(snap.problems), created_at=snapshot.now_iso(),
+                root=self.cfg.root, error_files=tuple(snap.error_files))
             plan = plan_mod.make(
-                snap.desired, supervisor.running_monitors(self.registry), device=self.cfg.device,
-                daemon_running=True, daemon_pid=os.getpid(), generation=self.registry.generation,
-                digest=snap.digest, commit=snap.commit, dirty=snap.dirty, problems=snap.problems,
-                allow_mass_stop=allow_mass_stop or self.options.allow_mass_stop,
-                created_at=snapshot.now_iso(), root=self.cfg.root,
-                error_files=snap.error_files)
+                snap.desired, supervisor.running_monitors(self.registry), basis,
+                allow_mass_stop=allow_mass_stop or self.options.allow_mass_stop)
             errors_now = snap.errors
             if errors_now != self.last.problems:
                 for line in errors_now:

@@ -25,8 +25,8 @@ from typing import Any
 from reconciler import errors, fleet, settings
 from reconciler.config import problems as problems_mod
 from reconciler.model import Monitor, MonitorName
+from reconciler.planning import desired as desired_mod
 from reconciler.planning import placement
-from reconciler.planning import plan as plan_mod
 
 log = logging.getLogger("monitors.snapshot")
 
@@ -51,7 +51,7 @@ class Snapshot:
             loaded overlays, as Unix seconds, or None (the daemon reconciles then).
     """
 
-    desired: plan_mod.Desired
+    desired: desired_mod.Desired
     monitors: Mapping[MonitorName, Monitor]
     digest: str
     problems: tuple[str, ...]
@@ -296,7 +296,7 @@ def read(
                                                                    fleet=fleet_doc)
 
     invalid = invalid_errors(result)
-    desired = plan_mod.desired_set(result.monitors, owner=owner, invalid=invalid,
+    desired = desired_mod.desired_set(result.monitors, owner=owner, invalid=invalid,
                                    last_good=last_good, autopaused=autopaused)
     desired.start_reasons.update(expired_pauses(result, desired.monitors, cfg.root))
     digest = str(getattr(result, "digest", ""))

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from reconciler.model import Monitor, MonitorName
-from reconciler.planning.diff import Action, Change
+from reconciler.planning.diff import Change, ChangeKind
 from reconciler.planning.plan import Plan
 from reconciler.state import registry as registry_mod
 
@@ -69,7 +69,7 @@ class Applied:
 
 def _describe(change: Change) -> str:
     fields = "; ".join(f"{f.path}: {_short(f.old)} -> {_short(f.new)}" for f in change.fields)
-    if change.action is Action.RENAME:
+    if change.action is ChangeKind.RENAME:
         head = f"rename {change.old_name} -> {change.name}: {change.reason}"
     else:
         head = f"{change.action.value} {change.name}: {change.reason}"
@@ -115,27 +115,27 @@ class Supervisor:
         entries = self.registry.entries
         # 1. stop first: plain stops and the old name of every rename.
         for change in todo:
-            if change.action is Action.STOP:
+            if change.action is ChangeKind.STOP:
                 await self._guarded(done, change, self.engine.stop(change.name))
                 entries.pop(change.name, None)
                 done.stopped.append(change.name)
                 log.info("%s", _describe(change))
-            elif change.action is Action.RENAME and change.old_name is not None:
+            elif change.action is ChangeKind.RENAME and change.old_name is not None:
                 await self._guarded(done, change, self.engine.stop(change.old_name))
                 entries.pop(change.old_name, None)
         # 2. then start: renames (state carried over), replaces, starts.
         for change in todo:
             monitor = change.monitor
-            if monitor is None or change.action in (Action.STOP, Action.UPDATE):
+            if monitor is None or change.action in (ChangeKind.STOP, ChangeKind.UPDATE):
                 continue
-            if change.action is Action.RENAME and change.old_name is not None:
+            if change.action is ChangeKind.RENAME and change.old_name is not None:
                 try:
                     await asyncio.to_thread(self.store.rename, change.old_name, change.name)
                 except Exception as e:  # a failed move must not stop the start
                     log.warning("rename %s -> %s: state not carried over: %s",
                                 change.old_name, change.name, e)
                 ok = await self._guarded(done, change, self.engine.start(monitor))
-            elif change.action is Action.REPLACE:
+            elif change.action is ChangeKind.REPLACE:
                 ok = await self._guarded(done, change, self.engine.replace(monitor))
             else:
                 ok = await self._guarded(done, change, self.engine.start(monitor))
@@ -145,7 +145,7 @@ class Supervisor:
                 log.info("%s", _describe(change))
         # 3. updates in place (baseline kept).
         for change in todo:
-            if change.action is not Action.UPDATE or change.monitor is None:
+            if change.action is not ChangeKind.UPDATE or change.monitor is None:
                 continue
             if await self._guarded(done, change, self.engine.update(change.monitor)):
                 old = entries.get(change.name)

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from reconciler import errors, settings
+from reconciler.conditions import registry as condition_registry
+from reconciler.conditions.spec import Condition
 from reconciler.daemon import client, snapshot
 from reconciler.model import Monitor, MonitorName
 from reconciler.state import registry as registry_mod
@@ -42,12 +44,9 @@ def describe_source(source: Any) -> str:
     return text
 
 
-def describe_condition(condition: Any) -> str:
-    """``on-change``, ``match /fail/``, ``every``."""
-    mode = str(condition.get("mode", "on-change"))
-    if mode == "match":
-        return f"match /{condition.get('match')}/"
-    return mode
+def describe_condition(condition: Condition) -> str:
+    """``on-change``, ``match /fail/``, ``every`` (the mode module's ``describe``)."""
+    return condition_registry.describe(condition)
 
 
 def describe_action(action: Any) -> str:

@@ -25,12 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reconciler.conditions import spec as condition_spec
 from reconciler.model import Fingerprint, Monitor, MonitorName
 from reconciler.state import registry
 
 
-class Action(enum.StrEnum):
-    """What a reconcile does to one monitor."""
+class ChangeKind(enum.StrEnum):
+    """What a reconcile does to one monitor (a plan line's kind; ``Change.action`` and
+    the plan JSON's ``action`` key hold it). Not a monitor's ``action``."""
 
     START = "start"
     STOP = "stop"
@@ -41,17 +43,18 @@ class Action(enum.StrEnum):
     KEEP = "keep"
 
 
-SYMBOLS: dict[Action, str] = {
-    Action.START: "+",
-    Action.STOP: "-",
-    Action.REPLACE: "-/+",
-    Action.UPDATE: "~",
-    Action.RENAME: ">",
-    Action.UNCHANGED: "=",
-    Action.KEEP: "!",
+SYMBOLS: dict[ChangeKind, str] = {
+    ChangeKind.START: "+",
+    ChangeKind.STOP: "-",
+    ChangeKind.REPLACE: "-/+",
+    ChangeKind.UPDATE: "~",
+    ChangeKind.RENAME: ">",
+    ChangeKind.UNCHANGED: "=",
+    ChangeKind.KEEP: "!",
 }
 
-CHANGING = frozenset({Action.START, Action.STOP, Action.REPLACE, Action.UPDATE, Action.RENAME})
+CHANGING = frozenset({ChangeKind.START, ChangeKind.STOP, ChangeKind.REPLACE, ChangeKind.UPDATE,
+                      ChangeKind.RENAME})
 
 DURATION_FIELDS = frozenset({"source.interval", "source.timeout", "source.backoff",
                              "action.timeout", "action.maxTime", "rateLimit.per"})
@@ -102,7 +105,7 @@ class Change:
         held: True when the change is held back (mass-stop guard).
     """
 
-    action: Action
+    action: ChangeKind
     name: MonitorName
     reason: str
     monitor: Monitor | None = None
@@ -171,8 +174,10 @@ def field_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[Field
 def identity_changes(old: Monitor, new: Monitor) -> tuple[FieldChange, ...]:
     """What changed in source, condition and action (the fingerprint's inputs)."""
     return field_changes(
-        {"source": dict(old.source), "condition": dict(old.condition), "action": dict(old.action)},
-        {"source": dict(new.source), "condition": dict(new.condition), "action": dict(new.action)},
+        {"source": dict(old.source), "condition": condition_spec.to_json(old.condition),
+         "action": dict(old.action)},
+        {"source": dict(new.source), "condition": condition_spec.to_json(new.condition),
+         "action": dict(new.action)},
     )
 
 
@@ -230,14 +235,14 @@ def diff(
         if held is not None and want is not None:
             dup = held.split(";")[0]
             if have is None:
-                changes[name] = Change(Action.START, name,
+                changes[name] = Change(ChangeKind.START, name,
                                        f"{dup}: starting its last applied version",
                                        monitor=want, error=held)
             elif want.fingerprint == have.fingerprint:
-                changes[name] = Change(Action.KEEP, name, dup,
+                changes[name] = Change(ChangeKind.KEEP, name, dup,
                                        monitor=want, old=have, error=held)
             else:
-                changes[name] = Change(Action.REPLACE, name,
+                changes[name] = Change(ChangeKind.REPLACE, name,
                                        f"{dup}: back to its last applied version",
                                        monitor=want, old=have,
                                        fields=replace_changes(have, want), error=held)
@@ -251,28 +256,28 @@ def diff(
                 reason = f"file is invalid and no valid version was applied: {error}"
             else:
                 reason = f"removed file {display(have.origin, root)}"
-            changes[name] = Change(Action.STOP, name, reason, old=have, error=error)
+            changes[name] = Change(ChangeKind.STOP, name, reason, old=have, error=error)
         elif have is None:
             if error is not None:
                 reason = "file is invalid: starting its last applied valid version"
             else:
                 reason = start_reasons.get(name) or f"new file {display(want.origin, root)}"
-            changes[name] = Change(Action.START, name, reason, monitor=want, error=error)
+            changes[name] = Change(ChangeKind.START, name, reason, monitor=want, error=error)
         elif error is not None and want.fingerprint == have.fingerprint:
-            changes[name] = Change(Action.KEEP, name,
+            changes[name] = Change(ChangeKind.KEEP, name,
                                    "file is invalid: its last applied valid version keeps running",
                                    monitor=want, old=have, error=error)
         elif want.fingerprint != have.fingerprint:
-            changes[name] = Change(Action.REPLACE, name, "fingerprint changed: new baseline",
+            changes[name] = Change(ChangeKind.REPLACE, name, "fingerprint changed: new baseline",
                                    monitor=want, old=have, fields=replace_changes(have, want))
         elif registry.config_hash(want) != registry.config_hash(have):
             fields = update_changes(have, want)
             what = ", ".join(dict.fromkeys(f.path.split(".")[0] for f in fields)) or "config"
-            changes[name] = Change(Action.UPDATE, name,
+            changes[name] = Change(ChangeKind.UPDATE, name,
                                    f"{what} changed: updated in place, baseline kept",
                                    monitor=want, old=have, fields=fields)
         else:
-            changes[name] = Change(Action.UNCHANGED, name, "unchanged", monitor=want, old=have)
+            changes[name] = Change(ChangeKind.UNCHANGED, name, "unchanged", monitor=want, old=have)
     _pair_renames(changes, excluded)
     return [changes[name] for name in sorted(changes)]
 
@@ -282,10 +287,10 @@ def _pair_renames(changes: dict[MonitorName, Change],
     stops: dict[Fingerprint, list[Change]] = {}
     starts: dict[Fingerprint, list[Change]] = {}
     for change in changes.values():
-        if (change.action is Action.STOP and change.old is not None and change.error is None
+        if (change.action is ChangeKind.STOP and change.old is not None and change.error is None
                 and change.name not in excluded):
             stops.setdefault(change.old.fingerprint, []).append(change)
-        elif change.action is Action.START and change.monitor is not None and not change.error:
+        elif change.action is ChangeKind.START and change.monitor is not None and not change.error:
             starts.setdefault(change.monitor.fingerprint, []).append(change)
     for fp, stopped in stops.items():
         started = starts.get(fp, [])
@@ -295,7 +300,7 @@ def _pair_renames(changes: dict[MonitorName, Change],
         assert new.monitor is not None and old.old is not None
         del changes[old.name]
         changes[new.name] = Change(
-            Action.RENAME, new.name,
+            ChangeKind.RENAME, new.name,
             f"renamed from {old.name}: same fingerprint, state carried over",
             monitor=new.monitor, old=old.old, old_name=old.name,
             fields=update_changes(old.old, new.monitor))
@@ -304,8 +309,8 @@ def _pair_renames(changes: dict[MonitorName, Change],
 __all__ = [
     "DURATION_FIELDS",
     "SYMBOLS",
-    "Action",
     "Change",
+    "ChangeKind",
     "Exclusion",
     "FieldChange",
     "diff",

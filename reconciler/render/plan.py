@@ -23,28 +23,28 @@ import json
 from typing import Any
 
 from reconciler import durations
-from reconciler.planning.diff import DURATION_FIELDS, SYMBOLS, Action, Change, FieldChange
+from reconciler.planning.diff import DURATION_FIELDS, SYMBOLS, Change, ChangeKind, FieldChange
 from reconciler.planning.plan import Plan
 from reconciler.render import style
 
-COLORS: dict[Action, str] = {
-    Action.START: "green",
-    Action.STOP: "red",
-    Action.REPLACE: "magenta",
-    Action.UPDATE: "yellow",
-    Action.RENAME: "cyan",
-    Action.KEEP: "red",
-    Action.UNCHANGED: "white",
+COLORS: dict[ChangeKind, str] = {
+    ChangeKind.START: "green",
+    ChangeKind.STOP: "red",
+    ChangeKind.REPLACE: "magenta",
+    ChangeKind.UPDATE: "yellow",
+    ChangeKind.RENAME: "cyan",
+    ChangeKind.KEEP: "red",
+    ChangeKind.UNCHANGED: "white",
 }
 
-VERBS: dict[Action, str] = {
-    Action.START: "will be started",
-    Action.STOP: "will be stopped",
-    Action.REPLACE: "will be replaced",
-    Action.UPDATE: "will be updated in place",
-    Action.RENAME: "will be renamed",
-    Action.KEEP: "is kept at its last applied version",
-    Action.UNCHANGED: "is unchanged",
+VERBS: dict[ChangeKind, str] = {
+    ChangeKind.START: "will be started",
+    ChangeKind.STOP: "will be stopped",
+    ChangeKind.REPLACE: "will be replaced",
+    ChangeKind.UPDATE: "will be updated in place",
+    ChangeKind.RENAME: "will be renamed",
+    ChangeKind.KEEP: "is kept at its last applied version",
+    ChangeKind.UNCHANGED: "is unchanged",
 }
 
 MAX_EXCLUDED = 20
@@ -78,7 +78,7 @@ def change_lines(change: Change, *, color: bool) -> list[str]:
     if change.held:
         verb = "would be stopped (HELD by the mass-stop guard)"
     head = f"{symbol:>3} {_style(change.name, color, bold=True)} {verb}: {change.reason}"
-    if change.action is Action.RENAME and change.old_name:
+    if change.action is ChangeKind.RENAME and change.old_name:
         head = (f"{symbol:>3} {_style(change.name, color, bold=True)} {verb} from "
                 f"{change.old_name}: same fingerprint, state carried over")
     if color:
@@ -105,8 +105,8 @@ def text(plan: Plan, *, color: bool = False, show_unchanged: bool = False) -> st
                    f"{plan.generation}.")
     out.append("")
     shown = [c for c in plan.changes
-             if c.changing or c.action is Action.KEEP or (show_unchanged and c.action is
-                                                          Action.UNCHANGED)]
+             if c.changing or c.action is ChangeKind.KEEP or (show_unchanged and c.action is
+                                                          ChangeKind.UNCHANGED)]
     for change in shown:
         out.extend(change_lines(change, color=color))
     if shown:

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler import errors
+from reconciler.conditions import spec as condition_spec
 from reconciler.config import fingerprint as fingerprint_mod
 from reconciler.model import (
     DeviceName,
@@ -69,7 +70,7 @@ def monitor_to_json(monitor: Monitor) -> dict[str, Any]:
     return {
         "name": monitor.name,
         "source": dict(monitor.source),
-        "condition": dict(monitor.condition),
+        "condition": condition_spec.to_json(monitor.condition),
         "action": dict(monitor.action),
         "fingerprint": monitor.fingerprint,
         "scope": monitor.scope.value,
@@ -101,7 +102,7 @@ def monitor_from_json(doc: Mapping[str, Any]) -> Monitor:
     return Monitor(
         name=MonitorName(str(doc["name"])),
         source=dict(doc["source"]),
-        condition=dict(doc["condition"]),
+        condition=condition_spec.normalize(doc["condition"], source_type=""),
         action=dict(doc["action"]),
         fingerprint=Fingerprint(str(doc["fingerprint"])),
         scope=Scope(doc.get("scope", "user")),

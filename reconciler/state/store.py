@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler import durations, errors
+from reconciler.conditions import registry as condition_registry
 from reconciler.events import Event
 from reconciler.model import Monitor
 from reconciler.state import atomic, records, writeerrors
@@ -688,7 +689,6 @@ def liveness_view(
         fired = durations.ago(now - float(view["lastFiredAt"]))
         tail = f"fired {view['fireCount']}x, last {fired} ago"
     else:
-        mode = monitor.condition.get("mode", "on-change")
-        tail = {"match": "no match yet", "every": "not fired yet"}.get(mode, "no change yet")
+        tail = condition_registry.quiet(monitor.condition)
     view.update(status="ok", text=f"checked {count}x · last {ago} ago · {tail}")
     return view

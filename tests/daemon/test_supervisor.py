@@ -11,6 +11,7 @@ from reconciler.config import normalize
 from reconciler.daemon import evaluator, supervisor
 from reconciler.events import Event
 from reconciler.model import Monitor, MonitorName
+from reconciler.planning import desired as desired_mod
 from reconciler.planning import placement
 from reconciler.planning import plan as plan_mod
 from reconciler.state import registry
@@ -53,10 +54,12 @@ def mon(name: str, word: str) -> Monitor:
 
 
 def plan_for(desired: list[Monitor], reg: registry.Registry) -> plan_mod.Plan:
-    d = plan_mod.desired_set({m.name: m for m in desired},
+    d = desired_mod.desired_set({m.name: m for m in desired},
                              owner=lambda _: placement.Placement(True, None, "here"))
-    return plan_mod.make(d, supervisor.running_monitors(reg), device="me", daemon_running=True,
-                         generation=reg.generation, digest="", allow_mass_stop=True)
+    return plan_mod.make(d, supervisor.running_monitors(reg),
+                         plan_mod.Basis(device="me", daemon_running=True,
+                                        generation=reg.generation, digest=""),
+                         allow_mass_stop=True)
 
 
 def test_stop_first_rename_carries_state(tmp_path: Path) -> None:
@@ -111,10 +114,10 @@ def test_held_stops_are_not_applied(tmp_path: Path) -> None:
         try:
             ms = [mon(f"m{i}", str(i)) for i in range(6)]
             await sup.apply(plan_for(ms, reg))
-            d = plan_mod.desired_set({m.name: m for m in [*ms[4:], mon("extra", "z")]},
+            d = desired_mod.desired_set({m.name: m for m in [*ms[4:], mon("extra", "z")]},
                                      owner=lambda _: placement.Placement(True, None, "here"))
-            plan = plan_mod.make(d, supervisor.running_monitors(reg), device="me",
-                                 daemon_running=True, generation=1, digest="")
+            plan = plan_mod.make(d, supervisor.running_monitors(reg), plan_mod.Basis(
+                device="me", daemon_running=True, generation=1, digest=""))
             assert plan.mass_stop is not None
             applied = await sup.apply(plan)
             return applied, sorted(engine.running())

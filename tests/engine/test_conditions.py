@@ -98,3 +98,49 @@ def test_unchanged_does_not_persist() -> None:
     _, state = run(m, ["a"])
     d = conditions.decide(m, Observation("a"), state)
     assert not d.persist and not d.fire
+
+
+def test_registry_has_one_module_per_mode() -> None:
+    from reconciler.conditions import registry
+    from reconciler.model import ConditionMode
+
+    assert list(registry.MODES) == [m.value for m in ConditionMode]
+    for key, module in registry.MODES.items():
+        assert key == module.MODE
+
+
+@pytest.mark.parametrize(("raw", "source_type", "expected"), [
+    (None, "poll", {"mode": "on-change", "match": None, "dedupeKey": None, "ignore": []}),
+    (None, "pid", {"mode": "match", "match": "^exited$", "dedupeKey": None, "ignore": []}),
+    ({"mode": "match", "match": "fail", "dedupeKey": "b(\\d)", "ignore": ["x", "y"]}, "poll",
+     {"mode": "match", "match": "fail", "dedupeKey": "b(\\d)", "ignore": ["x", "y"]}),
+    ({"mode": "every"}, "pid", {"mode": "every", "match": None, "dedupeKey": None, "ignore": []}),
+])
+def test_to_json_is_the_normalized_mapping_the_fingerprint_hashes(
+        raw: dict[str, Any] | None, source_type: str, expected: dict[str, Any]) -> None:
+    from reconciler.conditions import spec
+
+    got = spec.to_json(spec.normalize(raw, source_type=source_type))
+    assert got == expected and list(got) == list(spec.KEYS)
+    # the running registry stores to_json and rebuilds the spec from it
+    assert spec.normalize(got, source_type="pid") == spec.normalize(raw, source_type=source_type)
+
+
+@pytest.mark.parametrize(("cond", "expected"), [
+    (None, "on-change"), ({"mode": "every"}, "every"),
+    ({"mode": "match", "match": "fail|error"}, "match /fail|error/"),
+])
+def test_describe_comes_from_the_mode_module(cond: dict[str, Any] | None, expected: str) -> None:
+    from reconciler.conditions import registry
+
+    assert registry.describe(monitor(SRC, condition=cond).condition) == expected
+
+
+def test_check_reports_regexes_then_the_modes_own_findings() -> None:
+    from reconciler.conditions import registry
+
+    found = registry.check({"mode": "match", "match": "ok|passed", "ignore": ["(", 3]})
+    assert [(f.path, f.rule, f.severity.value) for f in found] == [
+        (("condition", "ignore", 0), "bad-regex", "error"),
+        (("condition", "match"), "coverage", "warning")]
+    assert registry.check({"mode": "bogus", "match": "("})[0].rule == "bad-regex"

@@ -170,7 +170,7 @@ def test_ignore_end_to_end_in_engine_normalization() -> None:
     m = normalize.monitor({"source": {"type": "poll", "command": "x", "interval": 5},
                            "condition": {"ignore": ["a+"]}, "action": {"type": "notify"}},
                           name="n")
-    assert m.condition["ignore"] == ["a+"]
+    assert m.condition.ignore == ("a+",)
 
 
 def test_replay_yaml_error_names_file_line_col(repo: Repo) -> None:

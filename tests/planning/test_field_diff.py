@@ -11,9 +11,11 @@ from typing import Any
 
 from reconciler.config import normalize
 from reconciler.model import Monitor, MonitorName
+from reconciler.planning import desired as desired_mod
 from reconciler.planning import placement
 from reconciler.planning import plan as plan_mod
-from reconciler.planning.diff import Action, diff
+from reconciler.planning import saved as saved_mod
+from reconciler.planning.diff import ChangeKind, diff
 from reconciler.render import plan as render
 
 
@@ -40,7 +42,7 @@ def test_a_replace_shows_the_label_changed_with_the_condition() -> None:
     old = mon(labels={"team": "ci"})
     new = mon(condition={"match": "fail|error"}, labels={"team": "infra"})
     [change] = diff({MonitorName("ci"): new}, {MonitorName("ci"): old})
-    assert change.action is Action.REPLACE
+    assert change.action is ChangeKind.REPLACE
     # was only [("condition.match", ...)]: the label change was missing
     assert [(f.path, f.old, f.new) for f in change.fields] == [
         ("condition.match", "fail", "fail|error"), ("labels.team", "ci", "infra")]
@@ -70,9 +72,10 @@ def _plan(old: Monitor, new: Monitor) -> plan_mod.Plan:
     def here(m: Monitor) -> placement.Placement:
         return placement.Placement(True, "me", "here")
 
-    desired = plan_mod.desired_set({MonitorName(new.name): new}, owner=here)
-    return plan_mod.make(desired, {MonitorName(old.name): old}, device="me",
-                         daemon_running=True, generation=3, digest="sha256:x")
+    desired = desired_mod.desired_set({MonitorName(new.name): new}, owner=here)
+    return plan_mod.make(desired, {MonitorName(old.name): old},
+                         plan_mod.Basis(device="me", daemon_running=True, generation=3,
+                                        digest="sha256:x"))
 
 
 def test_text_plan_shows_durations_and_json_keeps_seconds() -> None:
@@ -99,16 +102,16 @@ def test_text_plan_shows_durations_and_json_keeps_seconds() -> None:
 def test_a_saved_plan_is_stale_when_the_daemon_stopped_since() -> None:
     old = mon()
     made = replace(_plan(old, old), daemon_pid=4242)  # made while a daemon ran
-    saved = plan_mod.SavedPlan.from_json(made.to_json())
-    assert plan_mod.stale_reasons(saved, made) == []
+    saved = saved_mod.SavedPlan.from_json(made.to_json())
+    assert saved_mod.stale_reasons(saved, made) == []
     now = replace(made, daemon_running=False, daemon_pid=None)
-    assert plan_mod.stale_reasons(saved, now) == [
+    assert saved_mod.stale_reasons(saved, now) == [
         "the daemon was running when the plan was made (pid 4242) and is not now"]
     restarted = replace(made, daemon_pid=4343)
-    assert plan_mod.stale_reasons(saved, restarted) == [
+    assert saved_mod.stale_reasons(saved, restarted) == [
         "the daemon was restarted since the plan was made (pid 4242, now 4343)"]
-    unsaved = plan_mod.SavedPlan.from_json(now.to_json())
-    assert plan_mod.stale_reasons(unsaved, made) == [
+    unsaved = saved_mod.SavedPlan.from_json(now.to_json())
+    assert saved_mod.stale_reasons(unsaved, made) == [
         "the daemon was not running when the plan was made and is now (pid 4242)"]
     legacy = {k: v for k, v in made.to_json().items() if k != "daemon"}
-    assert plan_mod.stale_reasons(plan_mod.SavedPlan.from_json(legacy), now) == []
+    assert saved_mod.stale_reasons(saved_mod.SavedPlan.from_json(legacy), now) == []

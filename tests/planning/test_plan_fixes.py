@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from reconciler.conditions.spec import Condition
 from reconciler.daemon import client
 from reconciler.model import Fingerprint, Monitor, MonitorName, RateLimit, Scope
 from reconciler.planning import diff
@@ -157,7 +158,7 @@ def test_replay_errors_and_display_count_steps_from_1(repo: Repo) -> None:
 
 
 def _monitor(rate: RateLimit | None, labels: dict[str, str]) -> Monitor:
-    return Monitor(name=MonitorName("repo-head"), source={"type": "poll"}, condition={},
+    return Monitor(name=MonitorName("repo-head"), source={"type": "poll"}, condition=Condition(),
                    action={"type": "notify"}, fingerprint=Fingerprint("sha256:x"),
                    scope=Scope.USER, origin=Path("monitors.d/repo-head.yml"), line=1,
                    rate_limit=rate, labels=labels)
@@ -167,7 +168,7 @@ def test_update_reason_names_each_changed_field_once() -> None:
     old = _monitor(RateLimit(5, 60.0), {"a": "1"})
     new = _monitor(RateLimit(9, 120.0), {"a": "2"})
     [change] = diff.diff({old.name: new}, {old.name: old})
-    assert change.action is diff.Action.UPDATE
+    assert change.action is diff.ChangeKind.UPDATE
     # was "labels, rateLimit, rateLimit changed": rateLimit.max and rateLimit.per
     assert change.reason == "labels, rateLimit changed: updated in place, baseline kept"
     assert [f.path for f in change.fields] == ["labels.a", "rateLimit.max", "rateLimit.per"]

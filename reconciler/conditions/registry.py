@@ -1,0 +1,62 @@
+"""The condition modes, keyed by the YAML ``condition.mode`` string (STYLE.md habit 7).
+
+Every caller that depends on the mode goes through ``MODES``/``mode_of``: decide,
+describe (list/view/plan/test) and lint's checks. Adding a mode is its module here,
+its ``model.ConditionMode`` value, its schema enum entry, its tests and its README row.
+Imports only the mode modules (pure, no runtime dependencies).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from reconciler.conditions import every, match, on_change, spec
+from reconciler.conditions.decision import Decision
+from reconciler.conditions.spec import Condition
+from reconciler.findings import Finding
+from reconciler.model import ConditionMode, Monitor, Observation
+
+
+class Mode(Protocol):
+    """What a mode module provides (``on_change``, ``match``, ``every``)."""
+
+    MODE: ConditionMode
+    QUIET: str
+
+    def describe(self, spec: Condition) -> str: ...
+
+    def check(self, raw: Mapping[str, Any]) -> list[Finding]: ...
+
+    def decide(self, monitor: Monitor, observation: Observation,
+               previous: Mapping[str, Any] | None) -> Decision: ...
+
+
+MODES: dict[str, Mode] = {m.MODE.value: m for m in (on_change, match, every)}
+"""YAML ``mode`` string -> its module, in README order."""
+
+
+def mode_of(condition: Condition) -> Mode:
+    """The module of ``condition.mode``."""
+    return MODES[condition.mode]  # a StrEnum: hashes as its string
+
+
+def describe(condition: Condition) -> str:
+    """The one-line description list, view, plan and test show (``match /fail/``)."""
+    return mode_of(condition).describe(condition)
+
+
+def quiet(condition: Condition) -> str:
+    """What the liveness view says of a monitor that never fired (``no match yet``)."""
+    return mode_of(condition).QUIET
+
+
+def check(raw: Mapping[str, Any]) -> list[Finding]:
+    """Lint's semantic findings for a ``condition`` mapping (schema-valid or not): the
+    regexes every mode shares, then the mode's own checks (an unknown mode has none:
+    the schema reports it)."""
+    out = spec.check_regexes(raw)
+    mode = MODES.get(str(raw.get("mode", spec.DEFAULT_MODE.value)))
+    if mode is not None:
+        out.extend(mode.check(raw))
+    return out

@@ -1,0 +1,105 @@
+"""The condition spec: one frozen value shared by every mode. Pure, a leaf of the package.
+
+Every mode has the same fields (``mode``, ``match``, ``dedupeKey``, ``ignore``) and
+the normalized mapping the fingerprint hashes carries all four whatever the mode, so
+one spec class with the mode as a field says it once; what differs between modes
+(description, checks, decide) lives in the mode's module (``registry``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from reconciler.findings import Finding
+from reconciler.model import ConditionMode
+
+DEFAULT_MODE = ConditionMode.ON_CHANGE
+"""The mode of a monitor that gives none (or no ``condition`` at all)."""
+
+PID_EXIT_MATCH = "^exited$"
+"""A ``pid`` source's default condition matches this (it fires when the process exits)."""
+
+_BY_VALUE = {m.value: m for m in ConditionMode}  # faster than ConditionMode(value)
+
+KEYS = ("mode", "match", "dedupeKey", "ignore")
+"""The normalized keys in their written order (``to_json``, the YAML writer)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """A normalized ``condition`` (README "Conditions").
+
+    Attributes:
+        mode: which mode decides (``registry.MODES``).
+        match: the ``match`` regex (``re`` syntax), or None.
+        dedupe_key: the ``dedupeKey`` regex whose first match (group 1 when it has
+            groups) is the signature, or None for the whole text.
+        ignore: regexes removed from the observation, in order, before anything else.
+    """
+
+    mode: ConditionMode = DEFAULT_MODE
+    match: str | None = None
+    dedupe_key: str | None = None
+    ignore: tuple[str, ...] = ()
+
+
+def normalize(raw: Mapping[str, Any] | None, *, source_type: str) -> Condition:
+    """The ``Condition`` of a schema-valid ``condition`` mapping (None when absent).
+
+    A missing condition defaults to ``on-change``, except for a ``pid`` source, whose
+    default condition fires on exit (``match: ^exited$``).
+
+    Raises:
+        ValueError: ``mode`` is not a known mode (the schema refuses it first).
+    """
+    if raw is None and source_type == "pid":
+        raw = {"mode": ConditionMode.MATCH.value, "match": PID_EXIT_MATCH}
+    raw = raw or {}
+    mode = raw.get("mode", DEFAULT_MODE.value)
+    if not isinstance(mode, str) or mode not in _BY_VALUE:
+        raise ValueError(f"unknown condition mode {mode!r}")
+    return Condition(
+        mode=_BY_VALUE[mode],
+        match=raw.get("match"),
+        dedupe_key=raw.get("dedupeKey"),
+        ignore=tuple(raw.get("ignore") or ()),
+    )
+
+
+def to_json(spec: Condition) -> dict[str, Any]:
+    """The normalized mapping the fingerprint hashes (camelCase keys, ``KEYS`` order)::
+
+        {"mode": "match", "match": "fail", "dedupeKey": None, "ignore": []}
+    """
+    return {"mode": spec.mode.value, "match": spec.match, "dedupeKey": spec.dedupe_key,
+            "ignore": list(spec.ignore)}
+
+
+def check_regexes(raw: Mapping[str, Any]) -> list[Finding]:
+    """``bad-regex`` findings for ``match``, ``dedupeKey`` and each ``ignore`` entry of a
+    ``condition`` mapping (schema-valid or not: fields of another type are skipped)."""
+    out: list[Finding] = []
+    for key in ("match", "dedupeKey"):
+        if isinstance(raw.get(key), str):
+            out.extend(regex(("condition", key), raw[key]))
+    ignore = raw.get("ignore")
+    for i, pattern in enumerate(ignore if isinstance(ignore, Sequence)
+                                and not isinstance(ignore, str) else ()):
+        if isinstance(pattern, str):
+            out.extend(regex(("condition", "ignore", i), pattern))
+    return out
+
+
+def regex(path: tuple[str | int, ...], pattern: str) -> list[Finding]:
+    """A ``bad-regex`` finding when ``pattern`` does not compile with Python's ``re``."""
+    try:
+        re.compile(pattern)
+    except re.error as e:
+        where = f" at position {e.pos}" if e.pos is not None else ""
+        return [Finding(path, f"invalid regex {pattern!r}: {e.msg}{where}", "bad-regex")]
+    except (RecursionError, OverflowError):
+        return [Finding(path, f"invalid regex {pattern[:40]!r}: too complex", "bad-regex")]
+    return []
