@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from reconciler import errors
+from reconciler import atomic, errors
 from reconciler.actions import agents, notify, options, routine, run, templating, webhook_out
 from reconciler.actions.options import ActionsConfig, CommandSpec, Redactor
 from reconciler.actions.records import (
@@ -43,7 +43,6 @@ from reconciler.actions.records import (
 )
 from reconciler.events import Event
 from reconciler.model import ActionType, Monitor
-from reconciler.state import atomic
 
 LOG = logging.getLogger("monitors.actions")
 MAX_QUEUE = 100  # queued runs per monitor (overlap: queue); further fires are skipped

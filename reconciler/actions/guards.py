@@ -27,11 +27,10 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from reconciler import durations
+from reconciler import atomic, durations
 from reconciler.actions.records import FireStore, now_iso
 from reconciler.events import Event
 from reconciler.model import Monitor
-from reconciler.state import atomic
 
 if TYPE_CHECKING:
     from reconciler import events

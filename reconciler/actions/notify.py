@@ -23,10 +23,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reconciler import errors
+from reconciler import atomic, errors
 from reconciler.actions import options
 from reconciler.actions.options import ActionsConfig, ChannelSpec, Redactor
-from reconciler.state import atomic
 
 LOGGER = logging.getLogger("monitors.notify")
 NOTIFICATIONS_FILE = "notifications.log"

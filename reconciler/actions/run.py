@@ -23,9 +23,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from reconciler import processes
+from reconciler import atomic, processes
 from reconciler.actions.options import Redactor
-from reconciler.state import atomic
 
 DEFAULT_MAX_OUTPUT = 1024 * 1024  # bytes kept in output.log
 KILL_GRACE = 5.0  # seconds between SIGTERM and SIGKILL

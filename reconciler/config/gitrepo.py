@@ -43,10 +43,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reconciler import errors
+from reconciler import atomic, errors
 from reconciler.config import writer
 from reconciler.settings import Settings
-from reconciler.state import atomic
 
 RECORD_FILE = ".upstream.json"
 RECORD_VERSION = 1

@@ -34,11 +34,10 @@ from typing import Any, Final
 
 import yaml
 
-from reconciler import errors
+from reconciler import atomic, errors
 from reconciler.config import yamlload
 from reconciler.model import Pause
 from reconciler.settings import Settings
-from reconciler.state import atomic
 
 API_VERSION = "monitors/v1"
 HEADER_COMMAND_MAX = 300
@@ -201,7 +200,7 @@ def overlay_yaml(doc: Mapping[str, Any], *, root: Path, target: Path, command: s
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` atomically and durably (``state.atomic``).
+    """Write ``text`` (UTF-8) to ``path`` atomically and durably (``reconciler.atomic``).
 
     Raises:
         errors.ConfigError: the directory cannot be created or written.

@@ -40,11 +40,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reconciler import errors, redaction, settings
+from reconciler import atomic, errors, redaction, settings
 from reconciler.daemon import client, control, logformat, snapshot, supervisor, watch
 from reconciler.model import Monitor, MonitorName
 from reconciler.planning import plan as plan_mod
-from reconciler.state import atomic
 from reconciler.state import lock as lock_mod
 from reconciler.state import registry as registry_mod
 

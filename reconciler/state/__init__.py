@@ -1,5 +1,8 @@
-"""Per-machine running state (DESIGN.md §4): atomic writes, the lock, versioned
-records and the store.
+"""Per-machine running state (DESIGN.md §4): the lock, versioned records, the
+running registry and the store (atomic writes are the leaf ``reconciler.atomic``).
+
+It must not import ``config`` (its sibling) or any layer above it: what the
+running registry needs from a monitor (its JSON, its hash) it computes itself.
 
 Layout under the state directory::
 

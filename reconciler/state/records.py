@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
-from reconciler import errors
+from reconciler import atomic, errors
 
 STATE_VERSION = 1
 LIVENESS_VERSION = 1
@@ -135,8 +135,6 @@ def quarantine(path: Path, *, now: float | None = None) -> Path:
         n += 1
         target = path.with_name(f"{path.name}{CORRUPT_INFIX}{stamp}-{n}")
     os.replace(path, target)
-    from reconciler.state import atomic
-
     with contextlib.suppress(OSError):
         atomic.fsync_dir(path.parent)
     return target

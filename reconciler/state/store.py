@@ -25,10 +25,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from reconciler import durations, errors
+from reconciler import atomic, durations, errors
 from reconciler.events import Event
 from reconciler.model import Monitor
-from reconciler.state import atomic, records, writeerrors
+from reconciler.state import records, writeerrors
 
 MONITORS_DIR = "monitors"
 STATE_FILE = "state.json"

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from reconciler import errors
+from reconciler import atomic, errors
 from reconciler.events import Event
 from reconciler.model import MonitorName
-from reconciler.state import atomic, lock, records
+from reconciler.state import lock, records
 from reconciler.state import store as store_mod
 from tests.engine.helpers import monitor
 
