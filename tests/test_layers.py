@@ -54,6 +54,9 @@ FORBIDDEN: dict[str, set[str]] = {
     # atomic writes and the JSON encodings: shared by config, state and the layers above
     "atomic": {"config", "state", "planning", "sources", "conditions", "actions", "daemon",
                "render", "cli"},
+    # UTC timestamps as text: state records, actions, the daemon and config write them
+    "timestamps": {"config", "state", "planning", "sources", "conditions", "actions",
+                   "daemon", "render", "cli"},
     # config and state are siblings: neither imports the other (both use the leaf atomic)
     "config": {"state", "planning", "sources", "conditions", "actions", "daemon", "render",
                "cli"},

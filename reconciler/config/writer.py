@@ -365,7 +365,3 @@ def parse_until(value: str, *, now: dt.datetime | None = None) -> str:
         raise errors.UsageError(f"--until: {value!r} is not in the future")
     return when.isoformat()
 
-
-def now_iso() -> str:
-    """The current time as an aware ISO-8601 UTC string, to the second."""
-    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()

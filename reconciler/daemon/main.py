@@ -318,15 +318,7 @@ class Daemon:
         self.redactor.add_all(redaction.collect(monitors, self.cfg.toml, os.environ))
 
     def _autopaused(self) -> dict[MonitorName, str]:
-        out: dict[MonitorName, str] = {}
-        if self._store is None:
-            return out
-        for name in self._store.names():
-            record = self._store.autopause(name)
-            if record:
-                out[MonitorName(name)] = (f"{record.get('reason', 'rate limit')} (since "
-                                          f"{record.get('at', '?')}; `monitors resume` clears it)")
-        return out
+        return {} if self._store is None else self._store.autopause_reasons()
 
     def _last_good(self) -> dict[MonitorName, Monitor]:
         good = dict(self.boot_good)
