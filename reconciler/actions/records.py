@@ -70,6 +70,15 @@ class FireStore(Protocol):
         ``(monitor name, record)``."""
         ...
 
+    def write_fire_file(self, name: str, event_id: str, file: str, data: bytes, *,
+                        durable: bool) -> Path:
+        """Write a file beside the fire record (``output.log``, ``prompt.txt``)."""
+        ...
+
+    def append_notification(self, data: bytes) -> Path:
+        """Append lines to ``<state>/notifications.log``, fsynced."""
+        ...
+
     def monitor_dir(self, name: str) -> Path:
         """``<state>/monitors/<name>``."""
         ...

@@ -89,6 +89,21 @@ class FireLog(LivenessLog):
             raise
         return path
 
+    def write_fire_file(self, name: str, event_id: str, file: str, data: bytes, *,
+                        durable: bool) -> Path:
+        """Write ``data`` to ``fires/<id>/<file>`` beside the fire record (an action's
+        ``output.log`` or ``prompt.txt``) atomically, creating the directory when
+        missing; ``durable``: fsync file and directory. Returns the path.
+
+        Raises:
+            errors.StateError: ``file`` or the names are not one path component.
+            OSError: the write failed; the previous file is unchanged.
+        """
+        path = self.fire_dir(name, event_id) / check_name(file)
+        atomic.make_dirs(path.parent)
+        atomic.write_bytes(path, data, durable=durable)
+        return path
+
     def read_fire(self, name: str, event_id: str) -> records.FireRecord | None:
         """One fire record, or None when missing or unreadable (reported)."""
         loaded = self._read(self.fire_dir(name, event_id) / EVENT_FILE, records.FIRE_VERSION)

@@ -26,6 +26,7 @@ DROUGHT_FILE = "drought.json"
 FIRES_DIR = "fires"
 EVENT_FILE = "event.json"
 README_FILE = "README"
+NOTIFICATIONS_FILE = "notifications.log"
 
 README_TEXT = """\
 This directory is the per-machine running state of `monitors` (regenerable; never

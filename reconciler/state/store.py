@@ -21,6 +21,7 @@ Write costs (DESIGN.md §4):
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
@@ -33,6 +34,7 @@ from reconciler.state.layout import (
     AUTOPAUSE_FILE,
     DROUGHT_FILE,
     MONITORS_DIR,
+    NOTIFICATIONS_FILE,
     PID_MARKER_FILE,
     STATE_FILE,
     file_sig,
@@ -80,6 +82,7 @@ class Store(FireLog):
         # re-reads the on-disk version only when the file changed since.
         self._state_seen: dict[str, tuple[int, int, int, int] | None] = {}
         self._drought_frozen: set[str] = set()  # future-version drought.json: kept
+        self._log_lock = threading.Lock()  # one notifications.log append at a time
 
     # -- condition state ------------------------------------------------------
 
@@ -263,6 +266,31 @@ class Store(FireLog):
         if fires is not None:
             record["fires"] = fires
         self._write_record(name, DROUGHT_FILE, record)
+
+    # -- notifications log ----------------------------------------------------
+
+    def append_notification(self, data: bytes) -> Path:
+        """Append ``data`` (whole lines) to ``<state>/notifications.log``, fsynced,
+        creating the state directory when missing; returns the log's path.
+
+        Raises:
+            OSError: the append failed (its ``filename`` is the log).
+        """
+        path = self.root / NOTIFICATIONS_FILE
+        with self._log_lock:
+            atomic.make_dirs(path.parent)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
+                         atomic.FILE_MODE)
+            try:
+                os.write(fd, data)
+                os.fsync(fd)
+            except OSError as e:
+                if e.filename is None:
+                    raise OSError(e.errno, e.strerror, str(path)) from e
+                raise
+            finally:
+                os.close(fd)
+        return path
 
     # -- rename and housekeeping ---------------------------------------------
 
