@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import logging
 import os
 import time
@@ -43,7 +44,6 @@ from reconciler.actions.records import (
 )
 from reconciler.events import Event
 from reconciler.model import ActionType, Monitor
-from reconciler.state import atomic
 
 LOG = logging.getLogger("monitors.actions")
 MAX_QUEUE = 100  # queued runs per monitor (overlap: queue); further fires are skipped
@@ -118,7 +118,8 @@ class Dispatcher:
         self.kill_grace = kill_grace
         self.max_output = max_output
         self.notifier = notify.Notifier(
-            config, state_dir=state_dir, environ=self.environ, redactor=self.redactor,
+            config, append_log=store.append_notification, environ=self.environ,
+            redactor=self.redactor,
             backoff_base=backoff_base, backoff_cap=backoff_cap,
         )
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -361,7 +362,8 @@ class Dispatcher:
                 return
             argv = agents.substitute(job.spec.argv, job.prompt)
             timeout = job.spec.timeout or options.DEFAULT_RUN_TIMEOUT  # seconds
-            await asyncio.to_thread(_write_prompt, fdir / PROMPT_FILE, job.prompt)
+            await asyncio.to_thread(self.store.write_fire_file, name, event.id, PROMPT_FILE,
+                                    job.prompt.encode("utf-8"), durable=False)
             # Durable "dispatched" before the spawn: a crash after this point can never
             # lead to a second spawn (at-most-once; recovery marks it interrupted).
             await self._update(name, event.id, status=str(FireStatus.DISPATCHED), action=job.kind,
@@ -369,7 +371,9 @@ class Dispatcher:
                                argv0=argv[0], output=OUTPUT_FILE)
             outcome = await run.execute(
                 argv, cwd=cwd, env=env, timeout=timeout,
-                output_path=fdir / OUTPUT_FILE, redactor=self.redactor,
+                write_output=functools.partial(self.store.write_fire_file, name, event.id,
+                                               OUTPUT_FILE, durable=True),
+                redactor=self.redactor,
                 max_bytes=self.max_output, kill_grace=self.kill_grace,
             )
             if outcome.error:
@@ -510,11 +514,6 @@ class Dispatcher:
         value = record.get("attempts")
         return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 \
             else 0
-
-
-def _write_prompt(path: Path, prompt: str) -> None:
-    atomic.make_dirs(path.parent)
-    atomic.write_bytes(path, prompt.encode("utf-8"), durable=False)
 
 
 def build(

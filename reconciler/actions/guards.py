@@ -9,8 +9,9 @@ Drought: ``THRESHOLD`` (5) consecutive failed checks, or 5 consecutive failed
 fires, notify the owner once that the monitor is doing nothing; the first good
 check (or fire) then sends one recovery notice and clears the streak, which may
 escalate again later. Whether the owner has been told is kept in
-``<state>/monitors/<name>/drought.json`` (written only when that changes), so a
-restart neither repeats the alarm nor loses the recovery notice.
+``<state>/monitors/<name>/drought.json`` through the store (``Store.drought``,
+``Store.set_drought``: versioned, a corrupt file moved aside; written only when that
+changes), so a restart neither repeats the alarm nor loses the recovery notice.
 
 Owner notifications go through the owner's default channels (``[owner]
 channels``) via ``OwnerNotifier`` (the dispatcher).
@@ -21,17 +22,15 @@ from __future__ import annotations
 import asyncio
 import collections
 import datetime as dt
-import json
 import logging
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from reconciler import durations
+from reconciler import durations, errors
 from reconciler.actions.records import FireStore, now_iso
 from reconciler.events import Event
 from reconciler.model import Monitor
-from reconciler.state import atomic
 
 if TYPE_CHECKING:
     from reconciler import events
@@ -40,8 +39,6 @@ if TYPE_CHECKING:
 
 LOG = logging.getLogger("monitors.guards")
 THRESHOLD = 5
-DROUGHT_FILE = "drought.json"
-DROUGHT_VERSION = 1
 CHECKS = "checks"
 FIRES = "fires"
 
@@ -184,31 +181,21 @@ class Guards:
 
     async def _load(self, name: str) -> dict[str, Any]:
         if name not in self._drought:
-            path = self.store.monitor_dir(name) / DROUGHT_FILE
-            try:
-                raw = await asyncio.to_thread(path.read_bytes)
-                data = json.loads(raw)
-                if not isinstance(data, dict) or data.get("version") != DROUGHT_VERSION:
-                    raise ValueError("unknown shape or version")
-                self._drought[name] = {k: v for k, v in data.items() if k in (CHECKS, FIRES)}
-            except FileNotFoundError:
-                self._drought[name] = {}
-            except (OSError, ValueError) as e:
-                LOG.warning("%s: ignoring unreadable %s: %s", name, path, e)
+            try:  # a corrupt file is moved aside and reported by the store
+                self._drought[name] = dict(await asyncio.to_thread(self.store.drought, name))
+            except errors.StateError as e:
+                LOG.warning("%s: ignoring unreadable drought record: %s", name, e)
                 self._drought[name] = {}
         return self._drought[name]
 
     async def _save(self, name: str, state: dict[str, Any]) -> None:
-        path = self.store.monitor_dir(name) / DROUGHT_FILE
-
-        def write() -> None:
-            atomic.make_dirs(path.parent)
-            atomic.write_json(path, {"version": DROUGHT_VERSION, **state}, durable=True)
-
         try:
-            await asyncio.to_thread(write)
-        except OSError as e:  # one line (the store logs when all writes start failing)
-            LOG.warning("%s: cannot write %s: %s", name, path, e.strerror or e)
+            await asyncio.to_thread(self.store.set_drought, name, checks=state.get(CHECKS),
+                                    fires=state.get(FIRES))
+        except (OSError, errors.StateError) as e:  # one line (the store logs when all
+            # writes start failing; a newer-version file is kept, never overwritten)
+            LOG.warning("%s: cannot write the drought record: %s", name,
+                        getattr(e, "strerror", None) or e)
 
 
 def build(store: FireStore, dispatcher: Any, **kwargs: Any) -> Guards:

@@ -5,7 +5,8 @@ through Apprise (any of its URL schemes), called in a worker thread under our
 own per-attempt timeout; retries with backoff, the per-channel rate limit and
 durability (the fire record) are ours. The built-in ``log`` channel writes one
 line ``NOTIFY <monitor>: <message>`` at INFO to the logger ``monitors.notify``
-and appends it, time-stamped, to ``<state>/notifications.log`` (fsynced); it
+and appends it, time-stamped, to ``<state>/notifications.log`` (fsynced, through
+the store: ``Store.append_notification``); it
 needs no network. An unknown or failing channel fails that delivery only.
 """
 
@@ -15,21 +16,16 @@ import asyncio
 import collections
 import concurrent.futures
 import logging
-import os
 import random
-import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from reconciler import errors
 from reconciler.actions import options
 from reconciler.actions.options import ActionsConfig, ChannelSpec, Redactor
-from reconciler.state import atomic
 
 LOGGER = logging.getLogger("monitors.notify")
-NOTIFICATIONS_FILE = "notifications.log"
 MAX_MESSAGE = 16 * 1024  # characters sent per notification
 APPRISE_THREADS = 4  # worker threads for Apprise deliveries
 
@@ -75,7 +71,8 @@ class Notifier:
 
     Args:
         config: the parsed ``monitors.toml`` action sections.
-        state_dir: where ``notifications.log`` lives.
+        append_log: appends lines to ``<state>/notifications.log``, fsynced
+            (``Store.append_notification``); raises ``OSError``.
         environ: environment for ``${ENV}`` in channel URLs.
         redactor: collects the secret values it expands.
         backoff_base: seconds before the second attempt (doubling, with jitter).
@@ -85,19 +82,18 @@ class Notifier:
         self,
         config: ActionsConfig,
         *,
-        state_dir: Path,
+        append_log: Callable[[bytes], object],
         environ: Mapping[str, str],
         redactor: Redactor,
         backoff_base: float = 1.0,
         backoff_cap: float = 30.0,
     ) -> None:
         self.config = config
-        self.log_path = state_dir / NOTIFICATIONS_FILE
+        self._append_log = append_log
         self._environ = environ
         self._redactor = redactor
         self._backoff_base = backoff_base
         self._backoff_cap = backoff_cap
-        self._file_lock = threading.Lock()
         self._rate_locks: dict[str, asyncio.Lock] = {}
         self._sent: dict[str, collections.deque[float]] = {}
         # Apprise runs in its own small pool: a hung channel (we stop waiting at the
@@ -138,7 +134,7 @@ class Notifier:
             try:
                 await asyncio.to_thread(self._write_log, monitor, message, event_id)
             except OSError as e:
-                return 1, f"cannot append to {self.log_path}: {e.strerror}"
+                return 1, f"cannot append to {e.filename}: {e.strerror}"
             return 1, ""
         try:
             url = options.expand(spec.url, environ=self._environ, redactor=self._redactor)
@@ -190,12 +186,4 @@ class Notifier:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         suffix = f" [{event_id}]" if event_id else ""
         data = f"{stamp} {line}{suffix}\n".encode()
-        with self._file_lock:
-            atomic.make_dirs(self.log_path.parent)
-            fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
-                         atomic.FILE_MODE)
-            try:
-                os.write(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        self._append_log(data)

@@ -19,14 +19,17 @@ the record's ``reasons`` list.
 
 from __future__ import annotations
 
-import datetime as dt
 import enum
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from reconciler import timestamps
 from reconciler.events import Event
 from reconciler.model import Fingerprint, MonitorName
+
+if TYPE_CHECKING:
+    from reconciler.state.records import AutoPause, Drought, DroughtMark, FireRecord
 
 
 class FireStatus(enum.StrEnum):
@@ -52,19 +55,28 @@ class FireStore(Protocol):
         """Merge ``fields`` into the fire record, durably."""
         ...
 
-    def fires(self, name: str, *, limit: int | None = None) -> list[dict[str, Any]]:
+    def fires(self, name: str, *, limit: int | None = None) -> list[FireRecord]:
         """The monitor's fire records, newest first (at most ``limit``)."""
         ...
 
-    def read_fire(self, name: str, event_id: str) -> dict[str, Any] | None:
+    def read_fire(self, name: str, event_id: str) -> FireRecord | None:
         """One fire record, or None."""
         ...
 
     def unfinished_fires(
         self, statuses: frozenset[str] = ...
-    ) -> list[tuple[str, dict[str, Any]]]:
+    ) -> list[tuple[str, FireRecord]]:
         """Every ``pending`` or ``dispatched`` fire record, oldest first, as
         ``(monitor name, record)``."""
+        ...
+
+    def write_fire_file(self, name: str, event_id: str, file: str, data: bytes, *,
+                        durable: bool) -> Path:
+        """Write a file beside the fire record (``output.log``, ``prompt.txt``)."""
+        ...
+
+    def append_notification(self, data: bytes) -> Path:
+        """Append lines to ``<state>/notifications.log``, fsynced."""
         ...
 
     def monitor_dir(self, name: str) -> Path:
@@ -79,14 +91,22 @@ class FireStore(Protocol):
         """Clear an auto-pause."""
         ...
 
-    def autopause(self, name: str) -> Any:
+    def autopause(self, name: str) -> AutoPause | None:
         """The auto-pause record of ``name``, or None."""
         ...
 
+    def drought(self, name: str) -> Drought:
+        """The droughts the owner has been told about (``{}``: none)."""
+        ...
 
-def now_iso() -> str:
-    """The current UTC time as ISO-8601 with microseconds and ``Z``."""
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    def set_drought(self, name: str, *, checks: DroughtMark | None = ...,
+                    fires: DroughtMark | None = ...) -> None:
+        """Record durably which droughts the owner has been told about."""
+        ...
+
+
+now_iso = timestamps.utc_micro
+"""The current UTC time as ISO-8601 with microseconds and ``Z`` (``timestamps.utc_micro``)."""
 
 
 def fire_dir(store: FireStore, name: str, event_id: str) -> Path:

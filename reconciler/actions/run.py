@@ -21,11 +21,9 @@ import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from reconciler import processes
 from reconciler.actions.options import Redactor
-from reconciler.state import atomic
 
 DEFAULT_MAX_OUTPUT = 1024 * 1024  # bytes kept in output.log
 KILL_GRACE = 5.0  # seconds between SIGTERM and SIGKILL
@@ -59,18 +57,13 @@ class RunOutcome:
         return self.exit_code == 0 and not self.timed_out and self.error is None
 
 
-def _write(path: Path, data: bytes) -> None:
-    atomic.make_dirs(path.parent)
-    atomic.write_bytes(path, data, durable=True)
-
-
 async def execute(
     argv: Sequence[str],
     *,
     cwd: str,
     env: Mapping[str, str],
     timeout: float,
-    output_path: Path,
+    write_output: Callable[[bytes], object],
     redactor: Redactor,
     max_bytes: int = DEFAULT_MAX_OUTPUT,
     kill_grace: float = KILL_GRACE,
@@ -82,7 +75,8 @@ async def execute(
         argv: the full argv; ``argv[0]`` is looked up on ``PATH`` of ``env``.
         cwd: working directory (already expanded).
         env: the complete child environment.
-        output_path: where the capped, redacted output is written when it ends.
+        write_output: writes the capped, redacted output when it ends (the fire's
+            ``output.log``, durably: ``Store.write_fire_file``).
         on_start: called with the child's pid once it runs.
 
     Never raises for a child that fails to start or misbehaves: that is the
@@ -94,7 +88,7 @@ async def execute(
     except (OSError, ValueError, TypeError) as e:
         what = (e.strerror or str(e)) if isinstance(e, OSError) else str(e)
         reason = f"spawn: {argv[0]}: {what} (cwd {cwd})"
-        await asyncio.to_thread(_write, output_path, redactor.redact(reason + "\n").encode())
+        await asyncio.to_thread(write_output, redactor.redact(reason + "\n").encode())
         return RunOutcome(None, time.monotonic() - started, 0, False, error=reason)
     if on_start is not None:
         on_start(child.pid)
@@ -142,5 +136,5 @@ async def execute(
         text += f"\n[output truncated: {total} bytes, first {max_bytes} kept]\n"
     if timed_out:
         text += f"\n[timed out after {timeout:g}s: process group killed]\n"
-    await asyncio.to_thread(_write, output_path, text.encode("utf-8"))
+    await asyncio.to_thread(write_output, text.encode("utf-8"))
     return RunOutcome(code, duration, total, truncated, timed_out=timed_out)

@@ -52,7 +52,7 @@ def command(ctx: click.Context, as_json: bool, out: Path | None, detailed_exitco
     cfg = ctx.find_root().obj.settings()
     plan = handover.current_plan(cfg, allow_mass_stop=allow_mass_stop)
     if out is not None:
-        from reconciler.state import atomic
+        from reconciler import atomic
 
         try:
             atomic.write_bytes(out, (json.dumps(plan.to_json(), indent=2) + "\n").encode(),

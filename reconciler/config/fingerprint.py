@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-import json
 
+from reconciler.atomic import canonical
 from reconciler.model import Fingerprint, Spec
 
-
-def canonical(value: object) -> bytes:
-    """Canonical JSON: sorted keys, compact separators, UTF-8 (non-ASCII kept as is)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+__all__ = ["canonical", "compute"]
 
 
 def compute(source: Spec, condition: Spec, action: Spec) -> Fingerprint:

@@ -33,7 +33,6 @@ No click and no printing: results are returned as dataclasses.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import hashlib
 import json
 import os
@@ -43,10 +42,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reconciler import errors
+from reconciler import atomic, errors, timestamps
 from reconciler.config import writer
 from reconciler.settings import Settings
-from reconciler.state import atomic
 
 RECORD_FILE = ".upstream.json"
 RECORD_VERSION = 1
@@ -557,7 +555,7 @@ def pull(
         _write_record(settings, Record(
             url=up.url, ref=up.ref, path=up.path, commit=str(commit.hexsha), tree=tree_id,
             digest=digest, files=incoming,
-            pulled_at=dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
+            pulled_at=timestamps.utc_seconds(),
         ))
     return PullResult(
         upstream=up, commit=str(commit.hexsha),

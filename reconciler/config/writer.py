@@ -34,12 +34,11 @@ from typing import Any, Final
 
 import yaml
 
-from reconciler import errors
+from reconciler import atomic, errors
 from reconciler.conditions import spec as condition_spec
 from reconciler.config import yamlload
 from reconciler.model import Pause
 from reconciler.settings import Settings
-from reconciler.state import atomic
 
 API_VERSION = "monitors/v1"
 HEADER_COMMAND_MAX = 300
@@ -202,7 +201,7 @@ def overlay_yaml(doc: Mapping[str, Any], *, root: Path, target: Path, command: s
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` atomically and durably (``state.atomic``).
+    """Write ``text`` (UTF-8) to ``path`` atomically and durably (``reconciler.atomic``).
 
     Raises:
         errors.ConfigError: the directory cannot be created or written.
@@ -367,7 +366,3 @@ def parse_until(value: str, *, now: dt.datetime | None = None) -> str:
         raise errors.UsageError(f"--until: {value!r} is not in the future")
     return when.isoformat()
 
-
-def now_iso() -> str:
-    """The current time as an aware ISO-8601 UTC string, to the second."""
-    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()

@@ -28,8 +28,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from reconciler import errors, settings
-from reconciler.state import atomic, lock
+from reconciler import atomic, errors, settings
+from reconciler.state import lock
 
 LOG_FILE = "daemon.log"
 SOCKET_NAME = "control.sock"

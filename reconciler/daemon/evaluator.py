@@ -50,7 +50,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from reconciler import conditions, errors, events, sources
 from reconciler.daemon import scheduler as scheduler_mod
@@ -127,7 +127,8 @@ def make_event(monitor: Monitor, decision: conditions.Decision, observation: Obs
     )
 
 
-def load_state(store: store_mod.Store, monitor: Monitor) -> tuple[dict[str, Any] | None, bool]:
+def load_state(store: store_mod.Store,
+               monitor: Monitor) -> tuple[records.StateRecord | None, bool]:
     """The monitor's condition state, rolled forward from a newer committed fire.
 
     A fire record is written (durably, with the state it commits) before
@@ -151,7 +152,7 @@ def load_state(store: store_mod.Store, monitor: Monitor) -> tuple[dict[str, Any]
     state = fire.get("state")
     if not isinstance(state, dict) or fire.get("version", 0) > records.FIRE_VERSION:
         return previous, False
-    return dict(state), True
+    return cast(records.StateRecord, dict(state)), True
 
 
 def offset_fraction(name: str) -> float:
@@ -163,7 +164,7 @@ def offset_fraction(name: str) -> float:
 class _Entry:
     monitor: Monitor
     first: asyncio.Future[FirstPoll | None]
-    previous: dict[str, Any] | None = None
+    previous: Mapping[str, Any] | None = None
     busy: bool = False
     task: asyncio.Task[None] | None = None
     commit: asyncio.Future[Any] | None = None
@@ -392,7 +393,7 @@ class Engine:
             except Exception:  # never let a flush failure stop heartbeats
                 log.exception("liveness flush failed")
 
-    async def _load_state(self, monitor: Monitor) -> dict[str, Any] | None:
+    async def _load_state(self, monitor: Monitor) -> records.StateRecord | None:
         """``load_state``, writing a rolled-forward ``state.json`` durably.
 
         Raises:
@@ -658,7 +659,7 @@ class DryRun:
     observation: Observation | None = None
     decision: conditions.Decision | None = None
     event: events.Event | None = None
-    previous: dict[str, Any] | None = None
+    previous: Mapping[str, Any] | None = None
     error: str | None = None
     paused: str | None = None
 

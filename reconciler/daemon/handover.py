@@ -42,14 +42,7 @@ POLL_STEP = 1.0
 def _autopaused(state_dir: Path) -> dict[MonitorName, str]:
     from reconciler.state import store as store_mod
 
-    store = store_mod.Store(state_dir)
-    out: dict[MonitorName, str] = {}
-    for name in store.names():
-        record = store.autopause(name)
-        if record:
-            out[MonitorName(name)] = (f"{record.get('reason', 'rate limit')} (since "
-                                      f"{record.get('at', '?')}; `monitors resume` clears it)")
-    return out
+    return store_mod.Store(state_dir).autopause_reasons()
 
 
 def current_plan(cfg: settings.Settings, *, allow_mass_stop: bool = False) -> plan_mod.Plan:

@@ -40,11 +40,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reconciler import errors, redaction, settings
+from reconciler import atomic, errors, redaction, settings
 from reconciler.daemon import client, control, logformat, snapshot, supervisor, watch
 from reconciler.model import Monitor, MonitorName
 from reconciler.planning import plan as plan_mod
-from reconciler.state import atomic
 from reconciler.state import lock as lock_mod
 from reconciler.state import registry as registry_mod
 
@@ -319,15 +318,7 @@ class Daemon:
         self.redactor.add_all(redaction.collect(monitors, self.cfg.toml, os.environ))
 
     def _autopaused(self) -> dict[MonitorName, str]:
-        out: dict[MonitorName, str] = {}
-        if self._store is None:
-            return out
-        for name in self._store.names():
-            record = self._store.autopause(name)
-            if record:
-                out[MonitorName(name)] = (f"{record.get('reason', 'rate limit')} (since "
-                                          f"{record.get('at', '?')}; `monitors resume` clears it)")
-        return out
+        return {} if self._store is None else self._store.autopause_reasons()
 
     def _last_good(self) -> dict[MonitorName, Monitor]:
         good = dict(self.boot_good)

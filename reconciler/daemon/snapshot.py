@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reconciler import errors, fleet, settings
+from reconciler import errors, fleet, settings, timestamps
 from reconciler.config import problems as problems_mod
 from reconciler.model import Monitor, MonitorName
 from reconciler.planning import desired as desired_mod
@@ -64,9 +64,8 @@ class Snapshot:
     next_pause_expiry: float | None = None
 
 
-def now_iso() -> str:
-    """The current UTC time as ISO-8601 with seconds."""
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+now_iso = timestamps.utc_seconds
+"""The current UTC time as ISO-8601 with seconds (``timestamps.utc_seconds``)."""
 
 
 _git_cache: dict[Path, tuple[tuple[Any, ...], tuple[str | None, bool]]] = {}

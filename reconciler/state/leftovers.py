@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 TEMP_RE = re.compile(r"^\..+\.tmp$")
-"""A temp file of ``state.atomic`` (``.<name>.<random>.tmp`` or ``.<name>.tmp``)."""
+"""A temp file of ``reconciler.atomic`` (``.<name>.<random>.tmp`` or ``.<name>.tmp``)."""
 
 
 @dataclass(slots=True)

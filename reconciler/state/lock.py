@@ -14,8 +14,7 @@ import os
 from pathlib import Path
 from types import TracebackType
 
-from reconciler import errors
-from reconciler.state import atomic
+from reconciler import atomic, errors
 
 LOCK_FILE = "daemon.lock"
 

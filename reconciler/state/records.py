@@ -23,13 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
-from reconciler import errors
+from reconciler import atomic, errors
 
 STATE_VERSION = 1
 LIVENESS_VERSION = 1
 FIRE_VERSION = 1
 AUTOPAUSE_VERSION = 1
 MARKER_VERSION = 1
+DROUGHT_VERSION = 1
 
 CORRUPT_INFIX = ".corrupt-"
 
@@ -83,6 +84,66 @@ class FireRecord(TypedDict, total=False):
     updatedAt: str
     event: dict[str, Any]
     state: dict[str, Any]
+    # added by actions (``actions.records``; all optional)
+    action: str
+    reason: str
+    dispatchedAt: str
+    finishedAt: str
+    exitCode: int | None
+    durationSeconds: float
+    output: str
+    outputBytes: int
+    outputTruncated: bool
+    httpStatus: int | None
+    channels: list[Any]
+    command: str
+    argv0: str
+    queuedBehind: str
+    recovered: bool
+    signed: bool
+    body: str
+
+
+class AutoPause(TypedDict, total=False):
+    """``autopause.json``: a rate-limit auto-pause (``at``: ISO-8601 UTC)."""
+
+    version: int
+    reason: str
+    at: str
+
+
+class PidMarker(TypedDict, total=False):
+    """``pid-marker.json``: a pid source's pid was seen running once (``seenRunningAt``:
+    ISO-8601 UTC; ``startTime``: clock ticks since boot, when known)."""
+
+    version: int
+    pid: int
+    seenRunningAt: str
+    startTime: int
+
+
+class DroughtMark(TypedDict):
+    """One drought the owner has been told about: since when (ISO-8601 UTC) and the
+    streak of failures then."""
+
+    since: str
+    count: int
+
+
+class Drought(TypedDict, total=False):
+    """``drought.json``: which droughts (failed ``checks``, failed ``fires``) the owner
+    has been told about (``actions.guards``); absent keys: none."""
+
+    version: int
+    checks: DroughtMark
+    fires: DroughtMark
+
+
+class FireTally(TypedDict):
+    """Fires counted from the fire records (``Store.fire_tally``)."""
+
+    fireCount: int
+    lastFiredAt: float | None
 
 
 class Status(enum.StrEnum):
@@ -135,8 +196,6 @@ def quarantine(path: Path, *, now: float | None = None) -> Path:
         n += 1
         target = path.with_name(f"{path.name}{CORRUPT_INFIX}{stamp}-{n}")
     os.replace(path, target)
-    from reconciler.state import atomic
-
     with contextlib.suppress(OSError):
         atomic.fsync_dir(path.parent)
     return target

@@ -1,7 +1,7 @@
 """The running registry: what the daemon runs, published as ``<state>/running.json``.
 
 The daemon owns it: after every reconcile it publishes the registry atomically
-(temp file, fsync, rename; ``state.atomic.write_json``). The CLI only reads it.
+(temp file, fsync, rename; ``atomic.write_json``). The CLI only reads it.
 Besides the running set it is the *applied set*: every entry keeps the full
 resolved monitor that was applied, so a file that turns invalid keeps its last
 applied valid version running, across daemon restarts too (DESIGN.md §3.7).
@@ -39,9 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reconciler import errors
+from reconciler import atomic, errors
 from reconciler.conditions import spec as condition_spec
-from reconciler.config import fingerprint as fingerprint_mod
 from reconciler.model import (
     DeviceName,
     Fingerprint,
@@ -132,7 +131,7 @@ def update_fields(monitor: Monitor) -> dict[str, Any]:
 def config_hash(monitor: Monitor) -> str:
     """``sha256:`` over the canonical JSON of ``update_fields(monitor)``: the hash of
     everything besides the fingerprint that the evaluator carries."""
-    body = fingerprint_mod.canonical(update_fields(monitor))
+    body = atomic.canonical(update_fields(monitor))
     return "sha256:" + hashlib.sha256(body).hexdigest()
 
 
@@ -302,7 +301,5 @@ def publish(state_dir: Path, registry: Registry) -> None:
     Raises:
         OSError: the state directory is not writable.
     """
-    from reconciler.state import atomic
-
     atomic.make_dirs(state_dir)
     atomic.write_json(path(state_dir), registry.to_json(), durable=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 from reconciler.actions import guards
@@ -104,6 +105,51 @@ def test_drought_of_checks_notifies_once_then_recovers_once(tmp_path: Path) -> N
     assert len(lines) == 2 and "recovered: checks succeed again" in lines[1]
     asyncio.run(life([False] * 5))  # may escalate again later
     assert len(owner_lines()) == 3
+
+
+def _drought_life(state: Path, checks: list[bool]) -> Store:
+    mon = monitor({"type": "notify"}, name="dry")
+
+    async def life() -> Store:
+        store = Store(state)
+        d = make_dispatcher(store)
+        g = guards.build(store, d)
+        for ok in checks:
+            await g.after_check(mon, ok=ok, error=None if ok else "boom")
+        assert await d.drain(10)
+        return store
+
+    return asyncio.run(life())
+
+
+def test_drought_record_is_versioned_and_readable_by_the_old_format(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    store = _drought_life(state, [False] * 5)
+    data = json.loads((store.monitor_dir("dry") / "drought.json").read_text())
+    assert data["version"] == 1 and data["checks"]["count"] == 5 and "since" in data["checks"]
+    assert set(data) == {"version", "checks"}  # the file the guards wrote before
+    assert Store(state).drought("dry") == {"checks": data["checks"]}
+
+
+def test_corrupt_drought_record_is_moved_aside_and_reported(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    path = Store(state).monitor_dir("dry") / "drought.json"
+    path.parent.mkdir(parents=True)
+    path.write_text("{not json")
+    store = _drought_life(state, [False] * 5)
+    assert [p.name.split(".corrupt-")[0] for p in store.quarantined()] == ["drought.json"]
+    assert any("drought.json: corrupt record" in p for p in store.problems)
+    assert json.loads(path.read_text())["checks"]["count"] == 5  # started fresh
+
+
+def test_future_drought_record_is_kept_not_overwritten(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    path = Store(state).monitor_dir("dry") / "drought.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"version": 99, "checks": {"since": "x", "count": 1}}')
+    store = _drought_life(state, [False] * 5)
+    assert json.loads(path.read_text())["version"] == 99
+    assert any("format version 99" in p for p in store.problems)
 
 
 def test_drought_of_fires_through_the_dispatcher(store: Store) -> None:

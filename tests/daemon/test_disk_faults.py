@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from reconciler import errors
-from reconciler.state import atomic, writeerrors
+from reconciler import atomic, errors
 from reconciler.state import lock as lock_mod
+from reconciler.state import writeerrors
 from tests.conftest import Repo
 from tests.daemon.conftest import Daemon, monitor_yaml, wait_for
 

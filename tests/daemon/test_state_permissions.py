@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.state import atomic, lock
+from reconciler import atomic
+from reconciler.state import lock
 from tests.conftest import Repo
 from tests.daemon.conftest import WAIT, read_json, wait_for
 

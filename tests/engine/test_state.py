@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from reconciler import errors
+from reconciler import atomic, errors
 from reconciler.events import Event
 from reconciler.model import MonitorName
-from reconciler.state import atomic, lock, records
+from reconciler.state import lock, records
 from reconciler.state import store as store_mod
 from tests.engine.helpers import monitor
 
@@ -193,6 +193,15 @@ def test_autopause_survives_restart_and_clears(tmp_path: Path) -> None:
     assert store_mod.Store(tmp_path).autopause("m")["reason"].startswith("rate")  # type: ignore[index]
     s.clear_autopause("m")
     assert s.autopause("m") is None and store_mod.Store(tmp_path).autopause("m") is None
+
+
+def test_autopause_reasons_name_every_paused_monitor_once(tmp_path: Path) -> None:
+    s = store_mod.Store(tmp_path)
+    s.set_autopause("hot", "rate limit: more than 3 fires within 1m", 0.0)
+    s.write_state("calm", {"fingerprint": "f"})
+    assert store_mod.Store(tmp_path).autopause_reasons() == {
+        "hot": "rate limit: more than 3 fires within 1m (since 1970-01-01T00:00:00.000000Z; "
+               "`monitors resume` clears it)"}
 
 
 def test_rename_carries_state_over(tmp_path: Path) -> None:

@@ -205,7 +205,7 @@ def test_registry_round_trip(tmp_path: Path) -> None:
     reg = registry.Registry(entries={N("a"): registry.Entry(m, 2, "t"),
                                      N("b"): registry.Entry(m2, 1, "u")},
                             generation=2, commit="abc", device="me", running=True)
-    import reconciler.state.atomic  # noqa: F401  (publish uses it)
+    import reconciler.atomic  # noqa: F401  (publish uses it)
 
     registry.publish(tmp_path, reg)
     back = registry.load(tmp_path)

@@ -1,4 +1,10 @@
-"""Atomic file writes: a temp file in the same directory, then ``os.replace``.
+"""Atomic file writes and the JSON encodings written or hashed (a leaf: stdlib only).
+
+Shared by ``config`` (the writer, ``gitrepo``, fingerprints), ``state`` (every
+record) and the layers above, so neither of ``config`` and ``state`` imports the
+other. It must not import anything from ``reconciler``.
+
+Writes: a temp file in the same directory, then ``os.replace``.
 
 A reader sees the old bytes or the new bytes, never a torn mix, even if the
 writer is killed (SIGKILL) at any instant. With ``durable=True`` the file is
@@ -125,6 +131,19 @@ def _create_temp(path: Path, mode: int) -> tuple[int, str]:
         except FileExistsError:
             continue
     raise FileExistsError(f"{path.parent}: no free temporary file name for {path.name}")
+
+
+def canonical(value: object) -> bytes:
+    """Canonical JSON: sorted keys, compact separators, UTF-8 (non-ASCII kept as is).
+
+    What fingerprints and digests hash (``config.fingerprint``, the running
+    registry's config hash, a plan's digest): the bytes must never change, or every
+    fingerprint would.
+
+    Raises:
+        TypeError, ValueError: ``value`` is not JSON-serializable.
+    """
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def dumps(obj: Any) -> bytes:
