@@ -64,9 +64,20 @@ FORBIDDEN: dict[str, set[str]] = {
 }
 
 
+# The declarative half of the sources package: the registry, the shared field helpers
+# and the type modules (spec, normalize, describe, check; runtime imports stay inside
+# ``observe``/``stream``). config normalizes and lints through it and state rebuilds a
+# typed spec from the running registry with it; ``sources.context`` (httpx) and
+# ``sources.process`` (asyncio) are runtime and stay out of reach.
+SOURCE_TYPES = ("command", "poll", "http", "file", "pid", "device", "ws", "webhook")
+SOURCES_DECLARATIVE = {"reconciler.sources", "reconciler.sources.registry",
+                       "reconciler.sources.fields", "reconciler.sources.push",
+                       *(f"reconciler.sources.{t}" for t in SOURCE_TYPES)}
+
 # exact modules that may cross a rule above, with the reason
 ALLOWED = {
     "reconciler.state.atomic",  # a leaf (os only): config's writer shares atomic writes
+    *SOURCES_DECLARATIVE,
 }
 
 
@@ -83,3 +94,38 @@ def test_module_respects_the_layers(path: Path) -> None:
         and m not in ALLOWED and not any(a.startswith(m + ".") for a in ALLOWED & imported)
     )
     assert bad == [], f"{path.relative_to(ROOT)} ({area}) imports {bad}"
+
+
+def _module_level_imports(path: Path) -> set[str]:
+    """Imports that run when the module is imported (not inside functions or under
+    ``if TYPE_CHECKING``)."""
+    found: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+LEAVES = ("reconciler.model", "reconciler.errors", "reconciler.durations",
+          "reconciler.redaction")
+RUNTIME = ("httpx", "asyncio", "jinja2", "apprise", "jsonschema", "reconciler.processes",
+           "reconciler.sources.context", "reconciler.sources.process")
+
+
+@pytest.mark.parametrize("module", sorted(SOURCES_DECLARATIVE))
+def test_source_types_import_only_leaves_at_module_level(module: str) -> None:
+    """The declarative half of sources imports leaves and itself only: lint and config
+    reach it without httpx or asyncio (the runtime imports sit inside ``observe``)."""
+    rel = Path(*module.split(".")[1:])
+    path = PACKAGE / rel / "__init__.py" if (PACKAGE / rel).is_dir() else \
+        PACKAGE / rel.with_suffix(".py")
+    imported = _module_level_imports(path)
+    heavy = sorted(m for m in imported if m.split(".")[0] in RUNTIME or m in RUNTIME)
+    assert heavy == [], f"{module} imports {heavy} at module level"
+    inside = sorted(m for m in imported if m.startswith("reconciler.")
+                    and not m.startswith(LEAVES)
+                    and not any(m == d or m.startswith(d + ".") for d in SOURCES_DECLARATIVE))
+    assert inside == [], f"{module} imports {inside} at module level"

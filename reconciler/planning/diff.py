@@ -171,8 +171,10 @@ def field_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[Field
 def identity_changes(old: Monitor, new: Monitor) -> tuple[FieldChange, ...]:
     """What changed in source, condition and action (the fingerprint's inputs)."""
     return field_changes(
-        {"source": dict(old.source), "condition": dict(old.condition), "action": dict(old.action)},
-        {"source": dict(new.source), "condition": dict(new.condition), "action": dict(new.action)},
+        {"source": old.source.to_json(), "condition": dict(old.condition),
+         "action": dict(old.action)},
+        {"source": new.source.to_json(), "condition": dict(new.condition),
+         "action": dict(new.action)},
     )
 
 
