@@ -97,6 +97,14 @@ def check(raw: Mapping[str, Any]) -> list[fields.Finding]:
     return []
 
 
+ADD = fields.AddFlag("--watch", "CMD", "Each stdout line of a long-running CMD.")
+"""``monitors add --watch CMD``."""
+
+
+def from_flag(value: str, *, interval: str | None, force: bool) -> dict[str, Any]:
+    """The ``source`` mapping for ``--watch CMD``."""
+    return {"type": CommandSpec.TYPE, "command": value}
+
 class _LineTooLong(Exception):
     """A line passed the cap before its newline."""
 

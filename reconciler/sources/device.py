@@ -79,6 +79,15 @@ DISK_LOW, DISK_CRITICAL = 0.15, 0.05  # free fraction
 LOAD_LOW, LOAD_CRITICAL = 2.0, 4.0  # 1-minute load per CPU
 
 
+ADD = fields.AddFlag("--watch-device", "NAME", "A fleet device's reachability.",
+                     interval=True)
+"""``monitors add --watch-device NAME [--interval D]``."""
+
+
+def from_flag(value: str, *, interval: str | None, force: bool) -> dict[str, Any]:
+    """The ``source`` mapping for ``--watch-device NAME``."""
+    return {"type": DeviceSpec.TYPE, "device": value, "interval": interval}
+
 def headroom(path: Path) -> tuple[str, dict[str, float]]:
     """The headroom bucket of this machine and the figures behind it."""
     try:

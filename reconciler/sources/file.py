@@ -88,6 +88,15 @@ def check(raw: Mapping[str, Any]) -> list[fields.Finding]:
     return []
 
 
+ADD = fields.AddFlag("--watch-file", "PATH", "A file's content (or a directory listing).",
+                     interval=True)
+"""``monitors add --watch-file PATH [--interval D]``."""
+
+
+def from_flag(value: str, *, interval: str | None, force: bool) -> dict[str, Any]:
+    """The ``source`` mapping for ``--watch-file PATH``."""
+    return {"type": FileSpec.TYPE, "path": value, "interval": interval}
+
 def _special(path: Path, mode: int) -> errors.SourceError:
     kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
              (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))

@@ -92,6 +92,23 @@ def check(raw: Mapping[str, Any]) -> list[fields.Finding]:
     return []
 
 
+ADD = fields.AddFlag("--poll-http", "URL INTERVAL", "GET URL every INTERVAL.", nargs=2)
+"""``monitors add --poll-http URL INTERVAL``."""
+
+
+def from_flag(value: tuple[str, str], *, interval: str | None, force: bool) -> dict[str, Any]:
+    """The ``source`` mapping for ``--poll-http URL INTERVAL``.
+
+    Raises:
+        errors.UsageError: not an http(s) URL, or a bad interval.
+    """
+    url = value[0]
+    if not re.match(r"^https?://", url):
+        raise errors.UsageError(f"--poll-http: expected an http:// or https:// URL, "
+                                f"got {url!r}")
+    return {"type": HttpSpec.TYPE, "url": url,
+            "interval": fields.interval_flag(value[1], "--poll-http")}
+
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 section 5.6.2
 REDACTED = "<redacted>"
 

@@ -86,6 +86,32 @@ def check(raw: Mapping[str, Any]) -> list[fields.Finding]:
     return []
 
 
+MAX_PID = 4194304
+"""The largest pid Linux can give (``PID_MAX_LIMIT``; the schema's ``source.pid`` maximum)."""
+
+ADD = fields.AddFlag("--watch-pid", "PID", "Fire when process PID exits.", integer=True,
+                     interval=True)
+"""``monitors add --watch-pid PID [--interval D] [--force]``."""
+
+
+def from_flag(value: int, *, interval: str | None, force: bool) -> dict[str, Any]:
+    """The ``source`` mapping for ``--watch-pid PID``: a pid that is not alive is
+    refused unless ``force`` (then ``force: true`` is written).
+
+    Raises:
+        errors.UsageError: not a process id, or not running without ``force``.
+    """
+    if not 1 <= value <= MAX_PID:
+        raise errors.UsageError(f"--watch-pid: {value} is not a process id (1..{MAX_PID})")
+    dead = not alive(value)
+    if dead and not force:
+        raise errors.UsageError(
+            f"--watch-pid: process {value} is not running; refusing to arm a "
+            "watch on a dead pid (pass --force when it is about to be spawned)"
+        )
+    return {"type": PidSpec.TYPE, "pid": value, "interval": interval,
+            "force": True if dead else None}
+
 def alive(pid: int) -> bool:
     """``processes.alive``: the one liveness rule, shared with ``add --watch-pid``."""
     from reconciler import processes

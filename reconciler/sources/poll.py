@@ -90,6 +90,19 @@ def check(raw: Mapping[str, Any]) -> list[fields.Finding]:
     return []
 
 
+ADD = fields.AddFlag("--poll", "CMD INTERVAL", "Re-run CMD every INTERVAL.", nargs=2)
+"""``monitors add --poll CMD INTERVAL``."""
+
+
+def from_flag(value: tuple[str, str], *, interval: str | None, force: bool) -> dict[str, Any]:
+    """The ``source`` mapping for ``--poll CMD INTERVAL``.
+
+    Raises:
+        errors.UsageError: the interval does not parse or is out of range.
+    """
+    return {"type": PollSpec.TYPE, "command": value[0],
+            "interval": fields.interval_flag(value[1], "--poll")}
+
 async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
     """Run the command once.
 

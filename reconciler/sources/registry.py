@@ -46,12 +46,24 @@ class SourceType(Protocol):
         """One check (raises ``errors.SourceError``)."""
         ...
 
+    @property
+    def ADD(self) -> fields.AddFlag: ...
+
+    def from_flag(self, value: Any, /, *, interval: str | None,
+                  force: bool) -> dict[str, Any]:
+        """The ``source`` mapping ``monitors add`` writes (raises ``errors.UsageError``)."""
+        ...
+
 
 TYPES: dict[str, SourceType] = {
     m.Spec.TYPE: m for m in (command, poll, http, file, pid, device, ws, webhook)
 }
 """YAML ``source.type`` -> its module, in display order (DESIGN.md's order: lint's
 "expected one of" lists follow it)."""
+
+ADD_ORDER = ("poll", "command", "pid", "poll-http", "file", "device", "ws", "webhook")
+"""The order ``monitors add --help`` and its messages list the source flags (a type not
+listed comes last)."""
 
 STREAMS = frozenset(k for k, m in TYPES.items() if getattr(m, "STREAM", False))
 """The types evaluated as streams (``command``)."""
@@ -89,6 +101,23 @@ def check(raw: Mapping[str, Any]) -> list[fields.Finding]:
     missing type: the schema reports that)."""
     kind = raw.get("type")
     return TYPES[kind].check(raw) if isinstance(kind, str) and kind in TYPES else []
+
+
+def add_flags() -> list[tuple[str, fields.AddFlag]]:
+    """``(type, flag)`` for every source type, in ``ADD_ORDER``."""
+    def rank(kind: str) -> int:
+        return ADD_ORDER.index(kind) if kind in ADD_ORDER else len(ADD_ORDER)
+
+    return [(kind, TYPES[kind].ADD) for kind in sorted(TYPES, key=rank)]
+
+
+def from_flag(kind: str, value: Any, *, interval: str | None, force: bool) -> dict[str, Any]:
+    """The ``source`` mapping ``monitors add`` writes for type ``kind``'s flag ``value``.
+
+    Raises:
+        errors.UsageError: the value is not usable (one line naming the flag).
+    """
+    return TYPES[kind].from_flag(value, interval=interval, force=force)
 
 
 def key_order(kind: object) -> tuple[str, ...]:

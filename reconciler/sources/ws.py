@@ -6,16 +6,21 @@ engine skips the monitor (``sources.push``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from reconciler import errors
 from reconciler.sources import fields, push
 from reconciler.sources.fields import Finding, doc
 
 observe = push.observe
 PUSH = True
 """Pushed, not polled: validated, not evaluated yet."""
+
+ADD = fields.AddFlag("--ws", "URL", "Each frame pushed over a WebSocket.")
+"""``monitors add --ws URL``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,6 +56,17 @@ Spec = WsSpec
 def normalize(raw: Mapping[str, Any]) -> WsSpec:
     """The spec of a schema-valid ``source`` mapping."""
     return WsSpec(url=raw["url"], headers=fields.strings(raw.get("headers")))
+
+
+def from_flag(value: str, *, interval: str | None, force: bool) -> dict[str, Any]:
+    """The ``source`` mapping for ``--ws URL``.
+
+    Raises:
+        errors.UsageError: not a ws:// or wss:// URL.
+    """
+    if not re.match(r"^wss?://", value):
+        raise errors.UsageError(f"--ws: expected a ws:// or wss:// URL, got {value!r}")
+    return {"type": WsSpec.TYPE, "url": value}
 
 
 def check(raw: Mapping[str, Any]) -> list[Finding]:
