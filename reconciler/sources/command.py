@@ -47,14 +47,15 @@ class CommandSpec:
     """The key order of a written ``source`` mapping (``config.writer``)."""
 
     command: str | tuple[str, ...] = doc(
-        "The long-running command: a string runs through sh -c, a list is argv.",
+        "The long-running command: a string runs through /bin/sh -c; a list is "
+        "argv (no shell).",
         "tail -F /var/log/syslog")
     cwd: str | None = doc("Working directory (~ expanded; relative to the repository "
                           "root). Default: the repository root.", "~/src/app", default=None)
     env: Mapping[str, str] = doc("Extra environment variables; values may use ${NAME}.",
                                  {"LC_ALL": "C"}, default_factory=dict)
-    max_bytes: int = doc("Longest stdout line (bytes); a longer line kills and restarts "
-                         "the command.", 65536, default=DEFAULT_MAX_BYTES)
+    max_bytes: int = doc("The longest stdout line in bytes (default 1 MiB); a longer line "
+                         "kills and restarts the command.", 65536, default=DEFAULT_MAX_BYTES)
     backoff: float = doc("First restart delay after the command exits; doubles up to 60s.",
                          "1s", default=DEFAULT_BACKOFF)
 

@@ -53,7 +53,7 @@ class FileSpec:
                           default=DEFAULT_INTERVAL)
     timeout: float = doc("Deadline for one read; a check error. Default: the interval, "
                          "at most 10s.", "5s")
-    max_bytes: int = doc("Cap on the content kept (bytes); past it meta.truncated is true.",
+    max_bytes: int = doc("Content cap in bytes (default 1 MiB); past it meta.truncated is true.",
                          65536, default=DEFAULT_MAX_BYTES)
 
     def to_json(self) -> dict[str, Any]:

@@ -56,7 +56,7 @@ class HttpSpec:
         {"Authorization": "Bearer ${API_TOKEN}"}, default_factory=dict)
     follow_redirects: bool = doc("Follow redirects (off: a 3xx is the observation).",
                                  True, default=False)
-    max_bytes: int = doc("Cap on the body kept (bytes); past it meta.truncated is true.",
+    max_bytes: int = doc("Body cap in bytes (default 1 MiB); past it meta.truncated is true.",
                          65536, default=DEFAULT_MAX_BYTES)
 
     def to_json(self) -> dict[str, Any]:

@@ -51,7 +51,8 @@ class PidSpec:
     KEYS: ClassVar[tuple[str, ...]] = ("type", "pid", "interval", "force")
     """The key order of a written ``source`` mapping (``config.writer``)."""
 
-    pid: int = doc("The process id to watch; the default condition fires when it exits.",
+    pid: int = doc("The process id to watch (1..4194304, Linux's largest pid_max); the "
+                   "default condition fires when it exits.",
                    12345)
     interval: float = doc("How often to check the process (500ms..7d).", "5s",
                           default=DEFAULT_INTERVAL)

@@ -44,7 +44,7 @@ class PollSpec:
     """The key order of a written ``source`` mapping (``config.writer``)."""
 
     command: str | tuple[str, ...] = doc(
-        "The command: a string runs through sh -c, a list is argv (no shell).",
+        "The command: a string runs through /bin/sh -c; a list is argv (no shell).",
         "git rev-parse HEAD")
     interval: float = doc("How often to run the command (500ms..7d).", "30s")
     timeout: float = doc("Kill the command (its whole process group) after this long; "
@@ -53,8 +53,8 @@ class PollSpec:
                           "root). Default: the repository root.", "~/src/app", default=None)
     env: Mapping[str, str] = doc("Extra environment variables; values may use ${NAME}.",
                                  {"LC_ALL": "C"}, default_factory=dict)
-    max_bytes: int = doc("Cap on the stdout kept as the observation (bytes); past it "
-                         "meta.truncated is true.", 65536, default=DEFAULT_MAX_BYTES)
+    max_bytes: int = doc("Output cap in bytes (default 1 MiB); past it meta.truncated "
+                         "is true.", 65536, default=DEFAULT_MAX_BYTES)
 
     def to_json(self) -> dict[str, Any]:
         """The normalized mapping (the fingerprint's input)."""
