@@ -129,3 +129,47 @@ def test_source_types_import_only_leaves_at_module_level(module: str) -> None:
                     and not m.startswith(LEAVES)
                     and not any(m == d or m.startswith(d + ".") for d in SOURCES_DECLARATIVE))
     assert inside == [], f"{module} imports {inside} at module level"
+
+
+def test_no_module_level_import_cycle_in_sources() -> None:
+    """The sources package imports without cycles: the package ``__init__`` imports no
+    type module, the type modules never import the registry, and so on."""
+    folder = PACKAGE / "sources"
+    names = {p.stem: p for p in folder.glob("*.py")}
+    graph = {}
+    for stem, path in names.items():
+        module = "reconciler.sources" if stem == "__init__" else f"reconciler.sources.{stem}"
+        found = set()
+        for m in _module_level_imports(path):
+            parts = m.split(".")
+            if parts[:2] != ["reconciler", "sources"]:
+                continue
+            target = parts[2] if len(parts) > 2 and parts[2] in names else "__init__"
+            target_mod = ("reconciler.sources" if target == "__init__"
+                          else f"reconciler.sources.{target}")
+            if target_mod != module:
+                found.add(target_mod)
+        graph[module] = found
+
+    def visit(node: str, stack: tuple[str, ...]) -> None:
+        assert node not in stack, f"import cycle: {' -> '.join((*stack, node))}"
+        for nxt in graph.get(node, ()):
+            visit(nxt, (*stack, node))
+
+    for module in graph:
+        visit(module, ())
+
+
+def test_the_sources_package_and_registry_import_light() -> None:
+    """Importing the package imports no source module (no cycle through ``__init__``);
+    importing the registry, as lint does, imports neither httpx nor asyncio."""
+    import subprocess
+    import sys
+
+    code = ("import sys, reconciler.sources as s\n"
+            "print(sorted(m for m in sys.modules if m.startswith('reconciler.sources.')))\n"
+            "import reconciler.sources.registry\n"
+            "print(sorted(m for m in ('httpx', 'asyncio') if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, cwd=ROOT, check=True)
+    assert done.stdout.splitlines() == ["[]", "[]"]
