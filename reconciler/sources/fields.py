@@ -11,6 +11,7 @@ mapping (what the fingerprint hashes) and the schema agreement test reads the do
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
 from typing import Any, ClassVar, Protocol, TypeVar
 
@@ -61,12 +62,19 @@ def _plain(value: object) -> object:
     return value
 
 
+@functools.cache
+def _keys(cls: type) -> tuple[tuple[str, str], ...]:
+    """``(attribute, camelCase key)`` of a spec class's fields, in order."""
+    return tuple((f.name, camel(f.name)) for f in dataclasses.fields(cls))
+
+
 def to_json(spec: SpecLike) -> dict[str, Any]:
     """The normalized mapping of ``spec``: ``{"type": TYPE, <camelCase field>: value}``
     in field order, tuples as lists (JSON-compatible; the fingerprint's input)."""
     out: dict[str, Any] = {"type": spec.TYPE}
-    for f in dataclasses.fields(spec):
-        out[camel(f.name)] = _plain(getattr(spec, f.name))
+    for name, key in _keys(type(spec)):
+        value = getattr(spec, name)
+        out[key] = _plain(value) if isinstance(value, tuple | Mapping) else value
     return out
 
 
