@@ -121,17 +121,18 @@ class ConstantSource:
 
 async def run_engine(kind: str, n: int, interval: float, duration: float, url: str,
                      cap: int = 0) -> dict[str, Any]:
-    from reconciler import sources
     from reconciler.config import normalize
     from reconciler.daemon import evaluator
-    from reconciler.model import SourceType
+    from reconciler.sources import context as source_context
+    from reconciler.sources import poll as poll_source
     from reconciler.state import store as store_mod
 
     if kind == "idle":
-        sources.REGISTRY[SourceType.POLL] = ConstantSource()
+        poll_source.observe = ConstantSource().observe  # type: ignore[method-assign]
     state = Path(tempfile.mkdtemp(prefix="bench-state-"))
     store = store_mod.Store(state)
-    ctx = sources.SourceContext.create(store=store, http_in_flight=cap or sources.HTTP_IN_FLIGHT)
+    ctx = source_context.SourceContext.create(
+        store=store, http_in_flight=cap or source_context.HTTP_IN_FLIGHT)
     engine = evaluator.Engine(store, NullDispatcher(), ctx=ctx)
     every = f"{int(interval * 1000)}ms"
     if kind == "http":

@@ -8,16 +8,9 @@ Nothing here does I/O. The shapes:
   Normalization is ``config.normalize``; the fingerprint is computed over these
   three mappings only (``config.fingerprint``). Specs are treated as read-only.
 
-  Normalized source keys by ``type`` (durations in seconds)::
-
-    poll       command (str | list[str]), interval, timeout, cwd, env, maxBytes
-    command    command (str | list[str]), cwd, env, maxBytes, backoff
-    poll-http  url, interval, timeout, headers, followRedirects, maxBytes
-    file       path, interval, timeout, maxBytes
-    pid        pid, interval, force
-    device     device, interval, timeout
-    ws         url, headers
-    webhook    provider, events, secretEnv
+  A monitor's **source** is a typed spec instead (``SourceSpec``): one frozen
+  dataclass per source type, each in its module under ``reconciler.sources``
+  (``sources.registry`` lists them); its ``to_json()`` is the normalized mapping.
 
   The condition is a typed value, ``conditions.spec.Condition`` (its ``to_json``
   gives the normalized mapping: ``mode``, ``match``, ``dedupeKey``, ``ignore``).
@@ -39,7 +32,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NewType
+from typing import TYPE_CHECKING, Any, ClassVar, NewType, Protocol
 
 if TYPE_CHECKING:  # a type only: model stays a leaf at run time
     from reconciler.conditions.spec import Condition
@@ -59,23 +52,25 @@ class Scope(enum.StrEnum):
     SYSTEM = "system"
 
 
-class SourceType(enum.StrEnum):
-    """The YAML ``source.type`` values."""
+class SourceSpec(Protocol):
+    """A typed source spec: one frozen dataclass per type in ``reconciler.sources``
+    (``sources.registry.SourceSpec`` is their union; the types are listed there)."""
 
-    COMMAND = "command"
-    POLL = "poll"
-    POLL_HTTP = "poll-http"
-    FILE = "file"
-    PID = "pid"
-    DEVICE = "device"
-    WS = "ws"
-    WEBHOOK = "webhook"
+    TYPE: ClassVar[str]
+    """The YAML ``source.type``."""
 
+    @property
+    def interval(self) -> float | None:
+        """Seconds between checks; None for a stream or a push source."""
+        ...
 
-POLLED_SOURCES = frozenset(
-    {SourceType.POLL, SourceType.POLL_HTTP, SourceType.FILE, SourceType.PID, SourceType.DEVICE}
-)
-PUSH_SOURCES = frozenset({SourceType.WS, SourceType.WEBHOOK})
+    def to_json(self) -> dict[str, Any]:
+        """The normalized mapping (camelCase keys; what the fingerprint hashes)."""
+        ...
+
+    def describe(self) -> str:
+        """The one line list/view/plan/test show."""
+        ...
 
 
 class ConditionMode(enum.StrEnum):
@@ -154,7 +149,7 @@ class Monitor:
     """
 
     name: MonitorName
-    source: Spec
+    source: SourceSpec
     condition: Condition
     action: Spec
     fingerprint: Fingerprint
@@ -173,9 +168,9 @@ class Monitor:
     line: int = 1
 
     @property
-    def source_type(self) -> SourceType:
-        """The source's ``type`` as an enum."""
-        return SourceType(self.source["type"])
+    def source_type(self) -> str:
+        """The source's YAML ``type`` (a key of ``sources.registry.TYPES``)."""
+        return self.source.TYPE
 
     @property
     def active(self) -> bool:

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
+from typing import Any
 
 import jsonschema
+import pytest
 import yaml
 
-from reconciler import sources
+from reconciler import durations
 from reconciler.config.problems import RULES
+from reconciler.sources import registry as source_types
+from reconciler.sources.fields import camel
 from tests.conftest import ROOT
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -24,7 +29,7 @@ def test_every_rule_id_is_in_the_readme_table() -> None:
 
 def test_source_types_agree_across_schema_registry_and_readme() -> None:
     in_schema = set(SCHEMA["properties"]["source"]["properties"]["type"]["enum"])
-    assert set(sources.REGISTRY) | set(sources.NOT_EVALUATED) == in_schema
+    assert set(source_types.TYPES) == in_schema
     for kind in in_schema:
         assert f"`{kind}`" in README, kind
 
@@ -128,3 +133,110 @@ def test_duration_definition_describes_the_grammar() -> None:
         assert check.is_valid(good), good
     for bad in ("5 minutes", "1.5", "", "-1", "30S", 1.5, True, -1):
         assert not check.is_valid(bad), bad
+
+
+# --- source types: schema branch <-> spec module <-> README table -----------------
+
+SOURCE_DEFS = SCHEMA["$defs"]
+
+
+def _spec_default(f: dataclasses.Field[Any], prop: dict[str, Any]) -> object:
+    """The schema ``default`` a spec field implies (MISSING: none; a default of None
+    means "unset" and a computed default is said in the description instead)."""
+    if f.default is not dataclasses.MISSING:
+        value: object = f.default
+    elif f.default_factory is not dataclasses.MISSING:
+        value = f.default_factory()
+    else:
+        return dataclasses.MISSING
+    if value is None:
+        return dataclasses.MISSING
+    if prop.get("$ref") == "#/$defs/duration":
+        return durations.format(float(value))  # type: ignore[arg-type]
+    return value
+
+
+@pytest.mark.parametrize("kind", sorted(source_types.TYPES))
+def test_source_schema_fields_carry_the_spec_docs_and_defaults(kind: str) -> None:
+    """Every field of a source branch has the description, default and example its spec
+    module declares (editors show them on hover); the branch and the spec have the same
+    fields."""
+    spec = source_types.TYPES[kind].Spec
+    props = SOURCE_DEFS[f"source-{kind}"]["properties"]
+    by_key = {camel(f.name): f for f in dataclasses.fields(spec)}
+    assert set(props) - {"type"} == set(by_key), kind
+    assert props["type"]["const"] == kind and props["type"]["description"]
+    for key, f in by_key.items():
+        prop = props[key]
+        assert prop["description"] == f.metadata["description"], (kind, key)
+        assert prop["examples"] == [f.metadata["example"]], (kind, key)
+        want = _spec_default(f, prop)
+        if want is dataclasses.MISSING:
+            assert "default" not in prop, (kind, key)
+        else:
+            assert prop["default"] == want, (kind, key)
+
+
+@pytest.mark.parametrize("kind", sorted(source_types.TYPES))
+def test_source_examples_are_valid_and_normalize_to_the_defaults(kind: str) -> None:
+    """The examples together make a schema-valid source; without the optional fields it
+    normalizes to the schema's defaults."""
+    from reconciler.config import normalize, schemas
+
+    props = SOURCE_DEFS[f"source-{kind}"]["properties"]
+    full = {key: prop["examples"][0] for key, prop in props.items()}
+    doc = {"source": full, "action": {"type": "notify"}}
+    assert schemas.validator("monitor").is_valid(doc), full
+    required = SOURCE_DEFS[f"source-{kind}"]["required"]
+    bare = normalize.source({k: full[k] for k in required}).to_json()
+    for key, prop in props.items():
+        if "default" in prop:
+            value = prop["default"]
+            if prop.get("$ref") == "#/$defs/duration":
+                value = durations.parse(value)
+            assert bare[key] == value, (kind, key)
+
+
+def _readme_source_rows() -> dict[str, tuple[str, str]]:
+    """``type -> (fields cell, defaults cell)`` from README's ``source`` field table."""
+    section = README.split("### `source`", 1)[1].split("\n### ", 1)[0]
+    rows = re.findall(r"^\| `([a-z-]+)` \| (.+?) \| (.+?) \|$", section, re.M)
+    return {kind: (fields_, defaults) for kind, fields_, defaults in rows}
+
+
+def _readme_value(text: str) -> object:
+    text = text.strip()
+    if text.endswith(" MiB"):
+        return int(text.removesuffix(" MiB")) * 1024 * 1024
+    try:
+        return json.loads(text)
+    except ValueError:
+        return durations.parse(text)
+
+
+def test_readme_source_table_agrees_with_the_schema() -> None:
+    """README's ``source`` table lists each type's fields (required ones in bold) and its
+    defaults as the schema does; a default the schema cannot hold (computed from the
+    interval) is one the schema's description states."""
+    rows = _readme_source_rows()
+    assert set(rows) == set(source_types.TYPES)
+    for kind, (fields_cell, defaults_cell) in rows.items():
+        branch = SOURCE_DEFS[f"source-{kind}"]
+        props = {k: v for k, v in branch["properties"].items() if k != "type"}
+        named = set(re.findall(r"`(\w+)`", fields_cell))
+        assert set(props) <= named, (kind, set(props) - named)
+        bold = set(re.findall(r"\*\*`(\w+)`\*\*", fields_cell))
+        assert bold == set(branch["required"]) - {"type"}, kind
+        stated = dict(re.findall(r"`(\w+)`: ([^;]+)", defaults_cell))
+        for key, prop in props.items():
+            if "default" in prop and prop["default"] != {}:
+                assert key in stated, f"README: {kind} {key} default {prop['default']!r}"
+        for key, text in stated.items():
+            prop = props[key]
+            if "default" in prop:
+                want = prop["default"]
+                if prop.get("$ref") == "#/$defs/duration":
+                    want = durations.parse(want)
+                assert _readme_value(text) == want, (kind, key, text)
+            else:
+                assert "Default:" in prop["description"], (kind, key, text)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from reconciler.sources import registry as source_types
 from tests.conftest import ROOT
 
 PACKAGE = ROOT / "reconciler"
@@ -107,7 +108,7 @@ FORBIDDEN: dict[str, set[str]] = {
 # the declarative half of the condition modes (typed spec, registry: describe, check):
 # pure, imports no runtime dependency; normalize, lint, the writer, the running registry,
 # the diff and the views use it
-DECLARATIVE = {"reconciler.conditions.spec", "reconciler.conditions.registry"}
+CONDITIONS_DECLARATIVE = {"reconciler.conditions.spec", "reconciler.conditions.registry"}
 DECLARATIVE_USERS = {"config", "state", "planning"}
 
 # modules model may name for annotations only (inside ``if TYPE_CHECKING:``)
@@ -115,6 +116,17 @@ MODEL_TYPES = {"reconciler.conditions.spec", "reconciler.conditions.spec.Conditi
 
 LEAVES = {"model", "errors", "durations", "redaction", "processes", "findings"}
 """What a type module may import at module level besides its own package and stdlib."""
+
+# The declarative half of the sources package: the registry, the shared field helpers
+# and the type modules (spec, normalize, describe, check; runtime imports stay inside
+# ``observe``/``stream``). config normalizes and lints through it and state rebuilds a
+# typed spec from the running registry with it; ``sources.context`` (httpx) and
+# ``sources.process`` (asyncio) are runtime and stay out of reach.
+SOURCES_DECLARATIVE = {"reconciler.sources", "reconciler.sources.registry",
+                       "reconciler.sources.fields", "reconciler.sources.push",
+                       *(m.__name__ for m in source_types.TYPES.values())}  # type: ignore[attr-defined]
+
+DECLARATIVE = CONDITIONS_DECLARATIVE | SOURCES_DECLARATIVE
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
@@ -186,7 +198,7 @@ def _module_name(path: Path) -> str:
 NAMES = {_module_name(p): p for p in MODULES}
 
 
-def _is_type_checking(test: ast.expr) -> bool:
+def _names_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
@@ -200,7 +212,7 @@ def _module_level_imports(path: Path) -> set[str]:
     while body:
         node = body.pop(0)
         if isinstance(node, ast.If):
-            if not _is_type_checking(node.test):
+            if not _names_type_checking(node.test):
                 body.extend(node.body)
             body.extend(node.orelse)
         elif isinstance(node, ast.Try):
@@ -284,3 +296,82 @@ def test_no_module_level_import_cycles() -> None:
     assert [c for c in found if c not in KNOWN_CYCLES] == [], "module-level import cycles"
     assert [c for c in KNOWN_CYCLES if c not in found] == [], (
         "a known cycle is gone: delete it from KNOWN_CYCLES")
+
+
+def _runtime_imports(path: Path) -> set[str]:
+    """Imports that run when the module is imported (not inside functions or under
+    ``if TYPE_CHECKING``)."""
+    found: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+SOURCE_LEAVES = ("reconciler.model", "reconciler.errors", "reconciler.durations",
+          "reconciler.redaction")
+RUNTIME = ("httpx", "asyncio", "jinja2", "apprise", "jsonschema", "reconciler.processes",
+           "reconciler.sources.context", "reconciler.sources.process")
+
+
+@pytest.mark.parametrize("module", sorted(SOURCES_DECLARATIVE))
+def test_source_types_import_only_leaves_at_module_level(module: str) -> None:
+    """The declarative half of sources imports leaves and itself only: lint and config
+    reach it without httpx or asyncio (the runtime imports sit inside ``observe``)."""
+    rel = Path(*module.split(".")[1:])
+    path = PACKAGE / rel / "__init__.py" if (PACKAGE / rel).is_dir() else \
+        PACKAGE / rel.with_suffix(".py")
+    imported = _runtime_imports(path)
+    heavy = sorted(m for m in imported if m.split(".")[0] in RUNTIME or m in RUNTIME)
+    assert heavy == [], f"{module} imports {heavy} at module level"
+    inside = sorted(m for m in imported if m.startswith("reconciler.")
+                    and not m.startswith(SOURCE_LEAVES)
+                    and not any(m == d or m.startswith(d + ".") for d in SOURCES_DECLARATIVE))
+    assert inside == [], f"{module} imports {inside} at module level"
+
+
+def test_no_module_level_import_cycle_in_sources() -> None:
+    """The sources package imports without cycles: the package ``__init__`` imports no
+    type module, the type modules never import the registry, and so on."""
+    folder = PACKAGE / "sources"
+    names = {p.stem: p for p in folder.glob("*.py")}
+    graph = {}
+    for stem, path in names.items():
+        module = "reconciler.sources" if stem == "__init__" else f"reconciler.sources.{stem}"
+        found = set()
+        for m in _runtime_imports(path):
+            parts = m.split(".")
+            if parts[:2] != ["reconciler", "sources"]:
+                continue
+            target = parts[2] if len(parts) > 2 and parts[2] in names else "__init__"
+            target_mod = ("reconciler.sources" if target == "__init__"
+                          else f"reconciler.sources.{target}")
+            if target_mod != module:
+                found.add(target_mod)
+        graph[module] = found
+
+    def visit(node: str, stack: tuple[str, ...]) -> None:
+        assert node not in stack, f"import cycle: {' -> '.join((*stack, node))}"
+        for nxt in graph.get(node, ()):
+            visit(nxt, (*stack, node))
+
+    for module in graph:
+        visit(module, ())
+
+
+def test_the_sources_package_and_registry_import_light() -> None:
+    """Importing the package imports no source module (no cycle through ``__init__``);
+    importing the registry, as lint does, imports neither httpx nor asyncio."""
+    import subprocess
+    import sys
+
+    code = ("import sys, reconciler.sources as s\n"
+            "print(sorted(m for m in sys.modules if m.startswith('reconciler.sources.')))\n"
+            "import reconciler.sources.registry\n"
+            "print(sorted(m for m in ('httpx', 'asyncio') if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, cwd=ROOT, check=True)
+    assert done.stdout.splitlines() == ["[]", "[]"]

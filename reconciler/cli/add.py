@@ -13,6 +13,7 @@ refuses a dead pid for ``--watch-pid`` unless ``--force``.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,32 +25,35 @@ from reconciler.cli.overlay_cmds import load, run_apply, settings_of, shown
 from reconciler.config import authoring, normalize, writer
 from reconciler.planning import placement
 from reconciler.settings import Settings
+from reconciler.sources import registry as source_types
 
 
 def _command_words(params: dict[str, Any]) -> list[str]:
     """The invocation as words, for the generated header (flags in a stable order)."""
     words = ["add", params["name"]]
-    for key, flag in (("poll", "--poll"), ("poll_http", "--poll-http")):
-        if params.get(key):
-            words += [flag, *params[key]]
-    for key, flag in (("watch", "--watch"), ("watch_pid", "--watch-pid"),
-                      ("watch_file", "--watch-file"), ("watch_device", "--watch-device"),
-                      ("ws", "--ws"), ("interval", "--interval"), ("match", "--match"),
+    flags = [flag for _, flag in source_types.add_flags()]
+    for flag in flags:  # a repeatable flag (--on) comes after the others
+        value = params.get(flag.dest)
+        if not flag.multiple and value is not None and value != ():
+            words += [flag.flag, *value] if flag.nargs > 1 else [flag.flag, str(value)]
+    for key, name in (("interval", "--interval"), ("match", "--match"),
                       ("dedupe_key", "--dedupe-key"), ("run", "--run"), ("prompt", "--prompt"),
                       ("routine", "--routine"), ("webhook_out", "--webhook-out"),
                       ("device", "--device"), ("devices", "--devices"),
                       ("rate_limit", "--rate-limit"), ("description", "--description")):
         if params.get(key) is not None:
-            words += [flag, str(params[key])]
-    for item in params.get("on") or ():
-        words += ["--on", item]
+            words += [name, str(params[key])]
+    for flag in flags:
+        if flag.multiple:
+            for item in params.get(flag.dest) or ():
+                words += [flag.flag, item]
     for item in params.get("labels") or ():
         words += ["--label", item]
     if params.get("notify") is not None:
         words += ["--notify", params["notify"]] if params["notify"] else ["--notify"]
-    for key, flag in (("on_change", "--on-change"), ("every", "--every"), ("force", "--force")):
+    for key, name in (("on_change", "--on-change"), ("every", "--every"), ("force", "--force")):
         if params.get(key):
-            words.append(flag)
+            words.append(name)
     return words
 
 
@@ -80,17 +84,18 @@ def _lint_or_undo(settings: Settings, path: Path, created_dirs: list[Path], *,
         raise errors.ConfigError(f"add: {name} does not pass lint (see above); nothing written")
 
 
+def _source_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """One click option per source type's ``add`` flag (``sources.registry``), in order."""
+    for _, flag in reversed(source_types.add_flags()):
+        f = click.option(flag.flag, nargs=flag.nargs, multiple=flag.multiple,
+                         type=int if flag.integer else None, metavar=flag.metavar,
+                         help=flag.help)(f)
+    return f
+
+
 @click.command("add")
 @click.argument("name")
-@click.option("--poll", nargs=2, metavar="CMD INTERVAL", help="Re-run CMD every INTERVAL.")
-@click.option("--watch", metavar="CMD", help="Each stdout line of a long-running CMD.")
-@click.option("--watch-pid", type=int, metavar="PID", help="Fire when process PID exits.")
-@click.option("--poll-http", nargs=2, metavar="URL INTERVAL", help="GET URL every INTERVAL.")
-@click.option("--watch-file", metavar="PATH", help="A file's content (or a directory listing).")
-@click.option("--watch-device", metavar="NAME", help="A fleet device's reachability.")
-@click.option("--ws", metavar="URL", help="Each frame pushed over a WebSocket.")
-@click.option("--on", multiple=True, metavar="SRC:EVENT",
-              help="A signed webhook delivery, e.g. github:pull_request (repeatable).")
+@_source_options
 @click.option("--interval", metavar="DURATION",
               help="Check interval for --watch-pid, --watch-file, --watch-device.")
 @click.option("--on-change", is_flag=True, help="Fire when the observation changes (default).")
@@ -118,10 +123,11 @@ def command(ctx: click.Context, /, **params: Any) -> int:
     """Write a new monitor file monitors.d/NAME.yml from flags, then lint it."""
     settings = settings_of(ctx)
     req = authoring.AddRequest(
-        name=params["name"], poll=params["poll"] or None, watch=params["watch"],
-        watch_pid=params["watch_pid"], poll_http=params["poll_http"] or None,
-        watch_file=params["watch_file"], watch_device=params["watch_device"], ws=params["ws"],
-        on=tuple(params["on"]), on_change=params["on_change"], match=params["match"],
+        name=params["name"],
+        sources={kind: tuple(v) if flag.multiple or flag.nargs > 1 else v
+                 for kind, flag in source_types.add_flags()
+                 if (v := params[flag.dest]) is not None and v != ()},
+        on_change=params["on_change"], match=params["match"],
         every=params["every"], dedupe_key=params["dedupe_key"], run=params["run"],
         prompt=params["prompt"], routine=params["routine"], notify=params["notify"],
         webhook_out=params["webhook_out"], device=params["device"],

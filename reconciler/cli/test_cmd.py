@@ -97,8 +97,9 @@ def _dry_run(settings: Settings, monitor: Monitor, known: list[Monitor]) -> Any:
     """``evaluator.dry_run`` with the secrets ``known`` monitors and monitors.toml
     reference registered, as the daemon registers them: what ``test`` shows is what
     the daemon would record."""
-    from reconciler import fleet, redaction, sources
+    from reconciler import fleet, redaction
     from reconciler.daemon import evaluator
+    from reconciler.sources.context import SourceContext
     from reconciler.state import store as store_mod
 
     store = store_mod.Store(settings.state_dir, readonly=True)
@@ -106,8 +107,8 @@ def _dry_run(settings: Settings, monitor: Monitor, known: list[Monitor]) -> Any:
 
     async def go() -> evaluator.DryRun:
         redactor = redaction.Redactor(redaction.collect(known, settings.toml, os.environ))
-        ctx = sources.SourceContext.create(store=store, fleet=fleet_, settings=settings,
-                                           dry_run=True, redactor=redactor)
+        ctx = SourceContext.create(store=store, fleet=fleet_, settings=settings,
+                                   dry_run=True, redactor=redactor)
         try:
             return await evaluator.dry_run(monitor, store=store, ctx=ctx)
         finally:

@@ -10,8 +10,8 @@ can get wrong is raised as a one-line ``errors.MonitorsError``:
 * ``conflicts``: the name is taken in either layer, or the behaviour (the
   fingerprint, DESIGN.md §2) already exists under another name in either layer
   (shadowed built-ins included; a paused duplicate is still a duplicate).
-* ``--watch-pid`` refuses a dead pid (``processes.alive``, zombie-aware, as the ``pid``
-  source reads it) unless forced.
+* the source flags are the source types' own (``sources.registry``); ``--watch-pid``
+  refuses a dead pid (zombie-aware, as the ``pid`` source reads it) unless forced.
 * ``find``: where a monitor is defined (user file, built-in, or both).
 * ``remove``/``copy_builtin``: delete a user file (never a built-in), and make a
   shadowing user copy of a built-in for ``edit``.
@@ -24,15 +24,17 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reconciler import durations, errors, processes
+from reconciler import durations, errors
 from reconciler import settings as settings_mod
 from reconciler.config import normalize, schemas, writer
 from reconciler.model import Monitor, MonitorName, Pause, Scope
 from reconciler.settings import Settings
+from reconciler.sources import fields as source_fields
+from reconciler.sources import registry as source_types
 
 if TYPE_CHECKING:
     from reconciler.config.loader import LoadResult
@@ -40,12 +42,6 @@ if TYPE_CHECKING:
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 DEVICE_RE = re.compile(settings_mod.DEVICE_PATTERN)
 SUFFIXES = (".yml", ".yaml")
-WEBHOOK_PROVIDERS = ("github", "linear")
-
-MAX_PID = 4194304
-"""The largest pid Linux can give (``PID_MAX_LIMIT``; the schema's ``source.pid`` maximum)."""
-SOURCE_FLAGS = ("--poll", "--watch", "--watch-pid", "--poll-http", "--watch-file",
-                "--watch-device", "--ws", "--on")
 ACTION_FLAGS = ("--run", "--routine", "--notify", "--webhook-out")
 
 
@@ -54,8 +50,9 @@ class AddRequest:
     """The flags of ``monitors add NAME`` (None / empty: not given).
 
     Attributes:
-        poll, poll_http: ``(command or URL, interval)``.
-        on: ``SRC:EVENT`` values (one webhook provider, several events).
+        sources: source type -> the value of its ``add`` flag (``sources.registry``'s
+            ``ADD``), for the flags given: ``(command or URL, interval)`` for ``poll`` and
+            ``poll-http``, the ``SRC:EVENT`` tuple for ``webhook``, else one value.
         notify: None when ``--notify`` is absent, ``""`` for the default channel.
         devices: the ``--devices A,B`` list.
         rate_limit: ``MAX/PER`` such as ``5/1m``.
@@ -64,14 +61,7 @@ class AddRequest:
     """
 
     name: str
-    poll: tuple[str, str] | None = None
-    watch: str | None = None
-    watch_pid: int | None = None
-    poll_http: tuple[str, str] | None = None
-    watch_file: str | None = None
-    watch_device: str | None = None
-    ws: str | None = None
-    on: tuple[str, ...] = ()
+    sources: Mapping[str, Any] = field(default_factory=dict)
     on_change: bool = False
     match: str | None = None
     every: bool = False
@@ -158,16 +148,6 @@ def parse_rate_limit(value: str) -> dict[str, Any]:
     return {"max": int(count), "per": per.strip()}
 
 
-def _interval(value: str, flag: str) -> str:
-    try:
-        seconds = durations.parse(value)
-    except ValueError as e:
-        raise errors.UsageError(f"{flag}: {e}") from None
-    if not durations.MIN_INTERVAL <= seconds <= durations.MAX_INTERVAL:
-        raise errors.UsageError(f"{flag}: interval {value!r} is outside 500ms..7d")
-    return value
-
-
 def _regex(value: str, flag: str) -> str:
     try:
         re.compile(value)
@@ -177,71 +157,29 @@ def _regex(value: str, flag: str) -> str:
 
 
 def build_source(req: AddRequest) -> dict[str, Any]:
-    """The ``source`` mapping for the one source flag given.
+    """The ``source`` mapping for the one source flag given (``sources.registry``: each
+    type's ``ADD`` flag and ``from_flag``).
 
     Raises:
-        errors.UsageError: no source flag, or more than one.
+        errors.UsageError: no source flag, or more than one, or ``--interval`` with a
+            source that takes none, or a value the type refuses.
     """
-    given = [flag for flag, value in zip(SOURCE_FLAGS, (
-        req.poll, req.watch, req.watch_pid, req.poll_http, req.watch_file, req.watch_device,
-        req.ws, req.on or None), strict=True) if value is not None]
+    flags = source_types.add_flags()
+    given = [(kind, flag) for kind, flag in flags if req.sources.get(kind) is not None]
     if len(given) != 1:
-        which = "none" if not given else ", ".join(given)
-        raise errors.UsageError(f"add: give exactly one source ({', '.join(SOURCE_FLAGS)}); "
-                                f"got {which}")
-    if req.interval is not None and given[0] not in ("--watch-pid", "--watch-file",
-                                                     "--watch-device"):
+        which = "none" if not given else ", ".join(flag.flag for _, flag in given)
+        raise errors.UsageError(f"add: give exactly one source "
+                                f"({', '.join(flag.flag for _, flag in flags)}); got {which}")
+    kind, flag = given[0]
+    if req.interval is not None and not flag.interval:
+        takes = [f.flag for _, f in flags if f.interval]
+        pairs = [f.flag for _, f in flags if f.nargs == 2]
         raise errors.UsageError(
-            "--interval applies to --watch-pid, --watch-file and --watch-device; --poll and "
-            "--poll-http take their interval as a second value"
+            f"--interval applies to {', '.join(takes[:-1])} and {takes[-1]}; "
+            f"{' and '.join(pairs)} take their interval as a second value"
         )
-    interval = _interval(req.interval, "--interval") if req.interval else None
-    if req.poll is not None:
-        return {"type": "poll", "command": req.poll[0], "interval": _interval(req.poll[1],
-                                                                              "--poll")}
-    if req.watch is not None:
-        return {"type": "command", "command": req.watch}
-    if req.watch_pid is not None:
-        if not 1 <= req.watch_pid <= MAX_PID:
-            raise errors.UsageError(f"--watch-pid: {req.watch_pid} is not a process id "
-                                    f"(1..{MAX_PID})")
-        force = not processes.alive(req.watch_pid)
-        if force and not req.force:
-            raise errors.UsageError(
-                f"--watch-pid: process {req.watch_pid} is not running; refusing to arm a "
-                "watch on a dead pid (pass --force when it is about to be spawned)"
-            )
-        return {"type": "pid", "pid": req.watch_pid, "interval": interval,
-                "force": True if force else None}
-    if req.poll_http is not None:
-        url = req.poll_http[0]
-        if not re.match(r"^https?://", url):
-            raise errors.UsageError(f"--poll-http: expected an http:// or https:// URL, "
-                                    f"got {url!r}")
-        return {"type": "poll-http", "url": url,
-                "interval": _interval(req.poll_http[1], "--poll-http")}
-    if req.watch_file is not None:
-        return {"type": "file", "path": req.watch_file, "interval": interval}
-    if req.watch_device is not None:
-        return {"type": "device", "device": req.watch_device, "interval": interval}
-    if req.ws is not None:
-        if not re.match(r"^wss?://", req.ws):
-            raise errors.UsageError(f"--ws: expected a ws:// or wss:// URL, got {req.ws!r}")
-        return {"type": "ws", "url": req.ws}
-    providers, events = set(), []
-    for item in req.on:
-        provider, sep, event = item.partition(":")
-        if not sep or provider not in WEBHOOK_PROVIDERS or not event:
-            raise errors.UsageError(
-                f"--on: expected SRC:EVENT with SRC one of {', '.join(WEBHOOK_PROVIDERS)} "
-                f"(e.g. github:pull_request), got {item!r}"
-            )
-        providers.add(provider)
-        events.append(event)
-    if len(providers) > 1:
-        raise errors.UsageError("--on: one webhook provider per monitor; got "
-                                + ", ".join(sorted(providers)))
-    return {"type": "webhook", "provider": providers.pop(), "events": events}
+    interval = source_fields.interval_flag(req.interval, "--interval") if req.interval else None
+    return source_types.from_flag(kind, req.sources[kind], interval=interval, force=req.force)
 
 
 def build_condition(req: AddRequest) -> dict[str, Any] | None:
@@ -265,7 +203,7 @@ def build_condition(req: AddRequest) -> dict[str, Any] | None:
         cond = {"mode": "on-change"}
     if req.dedupe_key is not None:
         cond["dedupeKey"] = _regex(req.dedupe_key, "--dedupe-key")
-    if cond.get("mode") == "on-change" and req.watch_pid is None:
+    if cond.get("mode") == "on-change" and req.sources.get("pid") is None:
         del cond["mode"]  # the default, left implicit (a pid source defaults to exit)
     return cond or None
 

@@ -25,12 +25,8 @@ from reconciler.model import (
     RateLimit,
     Scope,
 )
+from reconciler.sources import registry as source_types
 
-DEFAULT_MAX_BYTES = 1024 * 1024
-DEFAULT_POLL_TIMEOUT_CAP = 60.0
-DEFAULT_HTTP_TIMEOUT = 10.0
-DEFAULT_INTERVALS = {"file": 10.0, "pid": 5.0, "device": 60.0}
-DEFAULT_COMMAND_BACKOFF = 1.0
 DEFAULT_RUN_TIMEOUT = 1800.0
 DEFAULT_WEBHOOK_TIMEOUT = 10.0
 DEFAULT_WEBHOOK_ATTEMPTS = 5
@@ -42,85 +38,28 @@ def _dur(value: Any, default: float) -> float:
     return default if value is None else durations.parse(value)
 
 
-def _command(value: Any) -> str | list[str]:
-    return value if isinstance(value, str) else [str(v) for v in value]
-
-
 def _map(value: Any) -> dict[str, str]:
     return {str(k): str(v) for k, v in (value or {}).items()}
 
 
-def source(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """Return the normalized source spec for a schema-valid ``source`` mapping.
+def source(raw: Mapping[str, Any]) -> source_types.SourceSpec:
+    """Return the typed source spec for a schema-valid ``source`` mapping (its
+    ``to_json()`` is the normalized mapping; ``sources.registry``).
 
     Raises:
-        ValueError: a duration does not parse.
+        ValueError: a duration does not parse, or the type is unknown.
     """
-    kind = raw["type"]
-    if kind == "poll":
-        interval = durations.parse(raw["interval"])
-        return {
-            "type": kind,
-            "command": _command(raw["command"]),
-            "interval": interval,
-            "timeout": _dur(raw.get("timeout"), min(interval, DEFAULT_POLL_TIMEOUT_CAP)),
-            "cwd": raw.get("cwd"),
-            "env": _map(raw.get("env")),
-            "maxBytes": int(raw.get("maxBytes", DEFAULT_MAX_BYTES)),
-        }
-    if kind == "command":
-        return {
-            "type": kind,
-            "command": _command(raw["command"]),
-            "cwd": raw.get("cwd"),
-            "env": _map(raw.get("env")),
-            "maxBytes": int(raw.get("maxBytes", DEFAULT_MAX_BYTES)),
-            "backoff": _dur(raw.get("backoff"), DEFAULT_COMMAND_BACKOFF),
-        }
-    if kind == "poll-http":
-        return {
-            "type": kind,
-            "url": raw["url"],
-            "interval": durations.parse(raw["interval"]),
-            "timeout": _dur(raw.get("timeout"), DEFAULT_HTTP_TIMEOUT),
-            "headers": _map(raw.get("headers")),
-            "followRedirects": bool(raw.get("followRedirects", False)),
-            "maxBytes": int(raw.get("maxBytes", DEFAULT_MAX_BYTES)),
-        }
-    if kind == "file":
-        interval = _dur(raw.get("interval"), DEFAULT_INTERVALS["file"])
-        return {
-            "type": kind,
-            "path": raw["path"],
-            "interval": interval,
-            "timeout": _dur(raw.get("timeout"), min(interval, 10.0)),
-            "maxBytes": int(raw.get("maxBytes", DEFAULT_MAX_BYTES)),
-        }
-    if kind == "pid":
-        return {
-            "type": kind,
-            "pid": int(raw["pid"]),
-            "interval": _dur(raw.get("interval"), DEFAULT_INTERVALS["pid"]),
-            "force": bool(raw.get("force", False)),
-        }
-    if kind == "device":
-        interval = _dur(raw.get("interval"), DEFAULT_INTERVALS["device"])
-        return {
-            "type": kind,
-            "device": raw["device"],
-            "interval": interval,
-            "timeout": _dur(raw.get("timeout"), min(interval, 5.0)),
-        }
-    if kind == "ws":
-        return {"type": kind, "url": raw["url"], "headers": _map(raw.get("headers"))}
-    if kind == "webhook":
-        return {
-            "type": kind,
-            "provider": raw["provider"],
-            "events": sorted(str(e) for e in raw["events"]),
-            "secretEnv": raw.get("secretEnv"),
-        }
-    raise ValueError(f"unknown source type {kind!r}")
+    return source_types.normalize(raw)
+
+
+def source_from_json(data: Mapping[str, Any]) -> source_types.SourceSpec:
+    """The typed source spec of a normalized mapping (``SourceSpec.to_json()`` output,
+    as the running registry stores it).
+
+    Raises:
+        KeyError, ValueError: ``data`` is not a normalized source mapping.
+    """
+    return source_types.from_json(data)
 
 
 def condition(raw: Mapping[str, Any] | None, *, source_type: str) -> Condition:
@@ -190,7 +129,7 @@ def monitor(
         ValueError: a duration does not parse.
     """
     src = source(doc["source"])
-    cond = condition(doc.get("condition"), source_type=src["type"])
+    cond = condition(doc.get("condition"), source_type=src.TYPE)
     act = action(doc["action"])
     placement: Mapping[str, Any] = pin if pin else doc
     rate = doc.get("rateLimit")
@@ -199,7 +138,7 @@ def monitor(
         source=src,
         condition=cond,
         action=act,
-        fingerprint=fingerprint.compute(src, condition_spec.to_json(cond), act),
+        fingerprint=fingerprint.compute(src.to_json(), condition_spec.to_json(cond), act),
         scope=scope,
         origin=origin,
         enabled=bool(doc.get("enabled", True)),

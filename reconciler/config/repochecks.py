@@ -15,6 +15,7 @@ from reconciler.config import problems as P
 from reconciler.config.problems import Problem
 from reconciler.model import Monitor, MonitorName
 from reconciler.settings import Settings
+from reconciler.sources import device as device_source
 
 
 def ignored_entries(settings: Settings) -> list[Problem]:
@@ -74,7 +75,7 @@ def unknown_devices(settings: Settings,
     name is reported, and so is every ``device`` source (its address can only come from
     the fleet file); this device's own name is always known."""
     wanted = [m for m in monitors.values()
-              if m.source.get("type") == "device" or m.device or m.devices]
+              if isinstance(m.source, device_source.DeviceSpec) or m.device or m.devices]
     if not wanted:
         return []
     from reconciler import fleet as fleet_file
@@ -87,12 +88,12 @@ def unknown_devices(settings: Settings,
     known = listed | {settings.device}
     out: list[Problem] = []
     for m in sorted(wanted, key=lambda m: m.name):
-        if m.source.get("type") == "device" and m.source["device"] not in listed:
+        if isinstance(m.source, device_source.DeviceSpec) and m.source.device not in listed:
             where = "the fleet file lists no such device" if fleet.exists else (
                 f"there is no fleet file ({loader.display(settings.fleet_file)}) to give its "
                 "address")
             out.append(_at(m.origin, ("source", "device"),
-                           f"device {m.source['device']!r}: {where}"))
+                           f"device {m.source.device!r}: {where}"))
         if not fleet.exists:
             # no fleet file: the fleet is this device alone, so a pin elsewhere runs nowhere
             for d in (m.device, *m.devices):

@@ -25,6 +25,8 @@ from reconciler.config import problems as P
 from reconciler.config.problems import Problem
 from reconciler.config.yamlload import Document
 from reconciler.findings import Finding
+from reconciler.model import Severity
+from reconciler.sources import registry as source_types
 
 NAME = re.compile(r"[a-z][a-z0-9-]{0,62}")
 
@@ -75,12 +77,11 @@ def check(doc: Document, *, stem: str) -> list[Problem]:
         if isinstance(mapping, dict) and isinstance(mapping.get("url"), str):
             out.extend(_url(doc, (section, "url"), mapping["url"]))
     source = data.get("source")
-    if isinstance(source, dict) and source.get("type") in ("ws", "webhook"):
-        line, col = doc.position(("source", "type"))
-        out.append(P.warning(doc.file, line, col, "source.type",
-                             f"{source['type']} is a push source: validated, but the daemon "
-                             f"does not evaluate push sources yet (it will skip this monitor)",
-                             "not-evaluated"))
+    if isinstance(source, dict):
+        for found in source_types.check(source):
+            line, col = doc.position(found.path)
+            out.append(Problem(doc.file, line, col, P.dotted(found.path), found.message,
+                               Severity(found.severity), found.rule))
     return out
 
 

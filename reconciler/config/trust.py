@@ -42,7 +42,7 @@ COMMAND_SECTIONS = ("agents", "routines")
 
 def what_runs(monitor: Monitor) -> str | None:
     """Why ``monitor`` can run commands (``source poll``, ``action run``), or None."""
-    source, action = str(monitor.source.get("type")), str(monitor.action.get("type"))
+    source, action = monitor.source_type, str(monitor.action.get("type"))
     if source in COMMAND_SOURCES:
         return f"source {source}"
     if action in COMMAND_ACTIONS:

@@ -32,6 +32,7 @@ from reconciler.config import problems as P
 from reconciler.config import schemas
 from reconciler.config.problems import Problem
 from reconciler.config.yamlload import Document, Path_
+from reconciler.sources import registry as source_types
 
 _JSON_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string",
                list: "list", dict: "mapping", type(None): "empty (null)"}
@@ -98,8 +99,7 @@ _CORE_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in (
 
 # Display order of a discriminator's values where DESIGN.md has one (the schema's
 # enum order is kept for anything not listed).
-_ORDER = ("command", "poll", "poll-http", "file", "pid", "device", "ws", "webhook",
-          "run", "routine", "notify", "webhook-out")
+_ORDER = (*source_types.TYPES, "run", "routine", "notify", "webhook-out")
 
 
 def _ordered(options: Iterable[str]) -> list[str]:

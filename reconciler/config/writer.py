@@ -39,6 +39,7 @@ from reconciler.conditions import spec as condition_spec
 from reconciler.config import yamlload
 from reconciler.model import Pause
 from reconciler.settings import Settings
+from reconciler.sources import registry as source_types
 
 API_VERSION = "monitors/v1"
 HEADER_COMMAND_MAX = 300
@@ -56,11 +57,6 @@ UNSET: Final = Unset.TOKEN
 TOP_ORDER = (
     "apiVersion", "name", "description", "enabled", "source", "condition", "action",
     "labels", "device", "devices", "sharedInput", "rateLimit", "allowDuplicate",
-)
-SOURCE_ORDER = (
-    "type", "command", "url", "path", "pid", "device", "provider", "events", "interval",
-    "timeout", "backoff", "cwd", "env", "headers", "followRedirects", "maxBytes", "force",
-    "secretEnv",
 )
 CONDITION_ORDER = condition_spec.KEYS
 ACTION_ORDER = (
@@ -143,8 +139,10 @@ def _ordered(value: Mapping[str, Any], order: tuple[str, ...]) -> dict[str, Any]
 def canonical_monitor(doc: Mapping[str, Any]) -> dict[str, Any]:
     """Return ``doc`` with keys in the canonical order (values unchanged, None dropped)."""
     clean = {k: v for k, v in doc.items() if v is not None}
-    nested = {"source": SOURCE_ORDER, "condition": CONDITION_ORDER, "action": ACTION_ORDER,
-              "rateLimit": RATE_ORDER}
+    source = clean.get("source")
+    nested = {"source": source_types.key_order(
+                  source.get("type") if isinstance(source, Mapping) else None),
+              "condition": CONDITION_ORDER, "action": ACTION_ORDER, "rateLimit": RATE_ORDER}
     for key, order in nested.items():
         if isinstance(clean.get(key), Mapping):
             clean[key] = _ordered({k: v for k, v in clean[key].items() if v is not None}, order)

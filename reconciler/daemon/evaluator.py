@@ -50,12 +50,16 @@ import time
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from reconciler import conditions, errors, events, sources
 from reconciler.daemon import scheduler as scheduler_mod
 from reconciler.model import Monitor, MonitorName, Observation
-from reconciler.sources import push
+from reconciler.sources import command, push
+from reconciler.sources import registry as source_types
+
+if TYPE_CHECKING:
+    from reconciler.sources.context import SourceContext
 from reconciler.state import records
 from reconciler.state import store as store_mod
 
@@ -202,7 +206,7 @@ class Engine:
     """
 
     def __init__(self, store: store_mod.Store, dispatcher: events.Dispatcher, *,
-                 ctx: sources.SourceContext, guard: events.Guard | None = None,
+                 ctx: SourceContext, guard: events.Guard | None = None,
                  clock: Callable[[], float] = time.time,
                  flush_interval: float = store_mod.LIVENESS_FLUSH_INTERVAL) -> None:
         self.store = store
@@ -252,7 +256,7 @@ class Engine:
         loop = asyncio.get_running_loop()
         entry = _Entry(monitor, loop.create_future())
         self._entries[monitor.name] = entry
-        if monitor.source_type in sources.NOT_EVALUATED:
+        if monitor.source_type in source_types.NOT_EVALUATED:
             self._park(entry, push.not_evaluated(monitor))
             log.info("%s: %s", monitor.name, entry.parked)
             return
@@ -262,7 +266,7 @@ class Engine:
             self._park(entry, str(e))
             log.warning("%s: not run: %s", monitor.name, e)
             return
-        if sources.is_stream(monitor):
+        if source_types.is_stream(monitor):
             entry.stream = loop.create_task(self._run_stream(entry),
                                             name=f"monitor:{monitor.name}")
             return
@@ -342,7 +346,7 @@ class Engine:
         else:
             loop = asyncio.get_running_loop()
             entry = _Entry(monitor, loop.create_future())
-            if monitor.source_type in sources.NOT_EVALUATED:
+            if monitor.source_type in source_types.NOT_EVALUATED:
                 return PollResult(monitor.name, error=push.not_evaluated(monitor))
             try:
                 entry.previous = await self._load_state(monitor)
@@ -424,7 +428,7 @@ class Engine:
         for entry in batch:
             entry.counted = True
             self._first_pending += 1
-            window = min(float(entry.monitor.source["interval"]), pending / FIRST_POLL_RATE)
+            window = min(entry.monitor.source.interval or 0.0, pending / FIRST_POLL_RATE)
             self._scheduler.schedule(entry.monitor.name,
                                      now + offset_fraction(entry.monitor.name) * window)
 
@@ -447,7 +451,8 @@ class Engine:
             return
         loop = asyncio.get_running_loop()
         now = loop.time()
-        interval = float(entry.monitor.source["interval"])
+        interval = entry.monitor.source.interval
+        assert interval is not None  # only polled sources are scheduled
         next_due = due + interval
         if next_due <= now:
             missed = int((now - due) // interval)
@@ -481,7 +486,7 @@ class Engine:
         monitor = entry.monitor
         try:
             # Every source enforces its own ``timeout`` (no second timer per poll here).
-            observation = await sources.observe(monitor, self.ctx)
+            observation = await source_types.observe(monitor, self.ctx)
         except errors.SourceError as e:
             return await self._check_failed(entry, e)
         except Exception as e:  # a bug in a source: count it, keep running
@@ -614,7 +619,7 @@ class Engine:
     async def _run_stream(self, entry: _Entry) -> None:
         """Consume a ``command`` stream: each line is evaluated in turn."""
         monitor = entry.monitor
-        stream = sources.command.stream(monitor, self.ctx)
+        stream = command.stream(monitor, self.ctx)
         try:
             async for item in stream:
                 if isinstance(item, sources.Started):
@@ -664,7 +669,7 @@ class DryRun:
     paused: str | None = None
 
 
-async def dry_run(monitor: Monitor, *, store: store_mod.Store, ctx: sources.SourceContext,
+async def dry_run(monitor: Monitor, *, store: store_mod.Store, ctx: SourceContext,
                   clock: Callable[[], float] = time.time) -> DryRun:
     """Observe ``monitor`` once and decide against its stored state, writing nothing
     (``store`` should be read-only and ``ctx.dry_run`` set). Never raises for check
@@ -677,11 +682,11 @@ async def dry_run(monitor: Monitor, *, store: store_mod.Store, ctx: sources.Sour
     previous, _ = load_state(store, monitor)
     pause = store.autopause(monitor.name)
     paused = str(pause.get("reason") or "rate limit") if pause else None
-    if monitor.source_type in sources.NOT_EVALUATED:
+    if monitor.source_type in source_types.NOT_EVALUATED:
         return DryRun(monitor, previous=previous, error=push.not_evaluated(monitor),
                       paused=paused)
     try:
-        observation = ctx.redactor.observation(await sources.observe(monitor, ctx))
+        observation = ctx.redactor.observation(await source_types.observe(monitor, ctx))
     except errors.SourceError as e:
         return DryRun(monitor, previous=previous, error=ctx.redactor.redact(str(e)),
                       paused=paused)

@@ -257,10 +257,11 @@ class Daemon:
     # -- parts -------------------------------------------------------------------
 
     async def _build(self) -> None:
-        from reconciler import fleet, sources
+        from reconciler import fleet
         from reconciler.actions import dispatch, guards
         from reconciler.config import trust
         from reconciler.daemon import evaluator
+        from reconciler.sources.context import SourceContext
         from reconciler.state import store as store_mod
 
         toml_path = self.cfg.root / settings.SETTINGS_FILE
@@ -273,9 +274,9 @@ class Daemon:
                                           redactor=self.redactor)
         self._guard = guards.build(self._store, self._dispatcher)
         self._guard.on_autopause = self._autopaused_now
-        self._ctx = sources.SourceContext.create(store=self._store,
-                                                 fleet=fleet.load(self.cfg.fleet_file),
-                                                 settings=self.cfg, redactor=self.redactor)
+        self._ctx = SourceContext.create(store=self._store,
+                                         fleet=fleet.load(self.cfg.fleet_file),
+                                         settings=self.cfg, redactor=self.redactor)
         self._engine = evaluator.Engine(self._store, self._dispatcher, ctx=self._ctx,
                                         guard=self._guard)
         self._supervisor = supervisor.Supervisor(self._engine, self._store, self.registry,

@@ -26,22 +26,8 @@ def _store(cfg: settings.Settings) -> Any:
 
 
 def describe_source(source: Any) -> str:
-    """``poll: git rev-parse HEAD every 30s`` and friends (one line)."""
-    from reconciler import durations
-
-    kind = source.get("type")
-    what = {"poll": "command", "command": "command", "poll-http": "url", "file": "path",
-            "pid": "pid", "device": "device", "ws": "url", "webhook": "provider"}.get(kind, "")
-    value = source.get(what)
-    if isinstance(value, list):
-        value = " ".join(str(v) for v in value)
-    text = f"{kind}: {value}"
-    if len(text) > 60:
-        text = text[:57] + "..."
-    interval = source.get("interval")
-    if isinstance(interval, int | float):
-        text += f" every {durations.format(float(interval))}"
-    return text
+    """``poll: git rev-parse HEAD every 30s`` and friends (one line; ``sources.registry``)."""
+    return str(source.describe())
 
 
 def describe_condition(condition: Condition) -> str:

@@ -174,9 +174,9 @@ def field_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[Field
 def identity_changes(old: Monitor, new: Monitor) -> tuple[FieldChange, ...]:
     """What changed in source, condition and action (the fingerprint's inputs)."""
     return field_changes(
-        {"source": dict(old.source), "condition": condition_spec.to_json(old.condition),
+        {"source": old.source.to_json(), "condition": condition_spec.to_json(old.condition),
          "action": dict(old.action)},
-        {"source": dict(new.source), "condition": condition_spec.to_json(new.condition),
+        {"source": new.source.to_json(), "condition": condition_spec.to_json(new.condition),
          "action": dict(new.action)},
     )
 

@@ -14,23 +14,97 @@ stream kills the process group.
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import AsyncGenerator
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncGenerator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from reconciler import errors, processes
+from reconciler import errors
 from reconciler.model import Monitor, Observation
-from reconciler.sources import Started, StreamItem, process
+from reconciler.sources import Started, StreamItem, fields
+from reconciler.sources.fields import DEFAULT_MAX_BYTES, doc
 
 if TYPE_CHECKING:
-    from reconciler.sources import SourceContext
+    import asyncio
+
+    from reconciler.sources import process
+    from reconciler.sources.context import SourceContext
 
 MAX_BACKOFF = 60.0
 STABLE_RUN = 30.0
 FIRST_LINE_TIMEOUT = 10.0
 KILL_WAIT = 5.0  # seconds to wait for a killed command's exit
+DEFAULT_BACKOFF = 1.0
 
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommandSpec:
+    """A ``command`` source: one long-running command, one observation per stdout line."""
+
+    TYPE: ClassVar[str] = "command"
+    KEYS: ClassVar[tuple[str, ...]] = (
+        "type", "command", "backoff", "cwd", "env", "maxBytes")
+    """The key order of a written ``source`` mapping (``config.writer``)."""
+
+    command: str | tuple[str, ...] = doc(
+        "The long-running command: a string runs through /bin/sh -c; a list is "
+        "argv (no shell).",
+        "tail -F /var/log/syslog")
+    cwd: str | None = doc("Working directory (~ expanded; relative to the repository "
+                          "root). Default: the repository root.", "~/src/app", default=None)
+    env: Mapping[str, str] = doc("Extra environment variables; values may use ${NAME}.",
+                                 {"LC_ALL": "C"}, default_factory=dict)
+    max_bytes: int = doc("The longest stdout line in bytes (default 1 MiB); a longer line "
+                         "kills and restarts the command.", 65536, default=DEFAULT_MAX_BYTES)
+    backoff: float = doc("First restart delay after the command exits; doubles up to 60s.",
+                         "1s", default=DEFAULT_BACKOFF)
+
+    @property
+    def interval(self) -> None:
+        """A stream has no interval."""
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        """The normalized mapping (the fingerprint's input)."""
+        return fields.to_json(self)
+
+    def describe(self) -> str:
+        """``command: tail -F log``."""
+        return fields.describe(self.TYPE, fields.command_text(self.command), None)
+
+
+Spec = CommandSpec
+STREAM = True
+"""Evaluated as a stream (``stream``), not polled."""
+
+
+def normalize(raw: Mapping[str, Any]) -> CommandSpec:
+    """The spec of a schema-valid ``source`` mapping.
+
+    Raises:
+        ValueError: a duration does not parse.
+    """
+    return CommandSpec(
+        command=fields.command(raw["command"]),
+        cwd=raw.get("cwd"),
+        env=fields.strings(raw.get("env")),
+        max_bytes=int(raw.get("maxBytes", DEFAULT_MAX_BYTES)),
+        backoff=fields.dur(raw.get("backoff"), DEFAULT_BACKOFF),
+    )
+
+
+def check(raw: Mapping[str, Any]) -> list[fields.Finding]:
+    """No checks beyond the shared ones (durations) for ``command``."""
+    return []
+
+
+ADD = fields.AddFlag("--watch", "CMD", "Each stdout line of a long-running CMD.")
+"""``monitors add --watch CMD``."""
+
+
+def from_flag(value: str, *, interval: str | None, force: bool) -> dict[str, Any]:
+    """The ``source`` mapping for ``--watch CMD``."""
+    return {"type": CommandSpec.TYPE, "command": value}
 
 class _LineTooLong(Exception):
     """A line passed the cap before its newline."""
@@ -43,6 +117,8 @@ async def _read_line(reader: asyncio.StreamReader, limit: int) -> bytes:
         _LineTooLong: ``limit`` bytes came without a newline. Nothing more is read: the
             line may never end (``cat /dev/zero``).
     """
+    import asyncio
+
     try:
         line = await reader.readuntil(b"\n")
     except asyncio.IncompleteReadError as e:
@@ -60,15 +136,21 @@ async def stream(monitor: Monitor, ctx: SourceContext) -> AsyncGenerator[StreamI
     The caller stops the stream with ``aclose()`` (or by cancelling its task); the
     process group is killed then.
     """
-    limit = int(monitor.source["maxBytes"])
-    base = float(monitor.source.get("backoff") or 1.0)
+    import asyncio
+
+    from reconciler import processes
+    from reconciler.sources import process
+
+    spec = monitor.source
+    assert isinstance(spec, CommandSpec)
+    limit = spec.max_bytes
+    base = spec.backoff or DEFAULT_BACKOFF
     delay = base
     while True:
         started = time.monotonic()
         try:
             # each start: an env ``${NAME}`` that is unset is a check error, then a retry
-            spec = ctx.process_spec(monitor.source)
-            child = await process.spawn(spec, limit=limit + 1)
+            child = await process.spawn(ctx.process_spec(spec), limit=limit + 1)
         except errors.SourceError as e:
             yield e
         else:
@@ -119,6 +201,8 @@ async def stream(monitor: Monitor, ctx: SourceContext) -> AsyncGenerator[StreamI
 
 
 async def _drain(reader: asyncio.StreamReader | None, sink: process.Tail) -> None:
+    from reconciler.sources import process
+
     if reader is None:
         return
     while chunk := await reader.read(process.CHUNK):
@@ -132,6 +216,8 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
         errors.SourceError: it could not start, exited without a line, or printed
             nothing in time.
     """
+    import asyncio
+
     items = stream(monitor, ctx)
     try:
         async with asyncio.timeout(FIRST_LINE_TIMEOUT):

@@ -10,23 +10,83 @@ it is ``unknown`` until devices publish it over the control API.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import shutil
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from reconciler import errors
 from reconciler.model import Monitor, Observation
+from reconciler.sources import fields
+from reconciler.sources.fields import doc
 
 if TYPE_CHECKING:
-    from reconciler.sources import SourceContext
+    from reconciler.sources.context import SourceContext
+
+DEFAULT_INTERVAL = 60.0
+TIMEOUT_CAP = 5.0
+"""Seconds: the default ``timeout`` is the interval, at most this."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeviceSpec:
+    """A ``device`` source: a fleet device's reachability every ``interval`` seconds."""
+
+    TYPE: ClassVar[str] = "device"
+    KEYS: ClassVar[tuple[str, ...]] = ("type", "device", "interval", "timeout")
+    """The key order of a written ``source`` mapping (``config.writer``)."""
+
+    device: str = doc("A device name from the fleet file (its host:port is probed).",
+                      "laptop")
+    interval: float = doc("How often to probe the device (500ms..7d).", "1m",
+                          default=DEFAULT_INTERVAL)
+    timeout: float = doc("TCP connect deadline; past it the device is unreachable. "
+                         "Default: the interval, at most 5s.", "3s")
+
+    def to_json(self) -> dict[str, Any]:
+        """The normalized mapping (the fingerprint's input)."""
+        return fields.to_json(self)
+
+    def describe(self) -> str:
+        """``device: laptop every 1m``."""
+        return fields.describe(self.TYPE, self.device, self.interval)
+
+
+Spec = DeviceSpec
+
+
+def normalize(raw: Mapping[str, Any]) -> DeviceSpec:
+    """The spec of a schema-valid ``source`` mapping.
+
+    Raises:
+        ValueError: a duration does not parse.
+    """
+    interval = fields.dur(raw.get("interval"), DEFAULT_INTERVAL)
+    return DeviceSpec(device=raw["device"], interval=interval,
+                      timeout=fields.dur(raw.get("timeout"), min(interval, TIMEOUT_CAP)))
+
+
+def check(raw: Mapping[str, Any]) -> list[fields.Finding]:
+    """No checks beyond the shared ones (durations) for ``device``; the fleet file is
+    checked across files (``config.repochecks``)."""
+    return []
 
 DISK_LOW, DISK_CRITICAL = 0.15, 0.05  # free fraction
 LOAD_LOW, LOAD_CRITICAL = 2.0, 4.0  # 1-minute load per CPU
 
+
+ADD = fields.AddFlag("--watch-device", "NAME", "A fleet device's reachability.",
+                     interval=True)
+"""``monitors add --watch-device NAME [--interval D]``."""
+
+
+def from_flag(value: str, *, interval: str | None, force: bool) -> dict[str, Any]:
+    """The ``source`` mapping for ``--watch-device NAME``."""
+    return {"type": DeviceSpec.TYPE, "device": value, "interval": interval}
 
 def headroom(path: Path) -> tuple[str, dict[str, float]]:
     """The headroom bucket of this machine and the figures behind it."""
@@ -69,8 +129,11 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
         errors.SourceError: kind ``config`` (permanent) when the device is not in the
             fleet file or has no usable address.
     """
+    import asyncio
+
     spec = monitor.source
-    name = str(spec["device"])
+    assert isinstance(spec, DeviceSpec)
+    name = spec.device
     device = ctx.fleet.get(name)
     if device is None:
         raise errors.SourceError(f"device {name!r} is not in the fleet file",
@@ -82,7 +145,7 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
         host, port = split_address(device.address)
     except ValueError as e:
         raise errors.SourceError(f"device {name!r}: {e}", kind="config", permanent=True) from e
-    timeout = float(spec["timeout"])
+    timeout = spec.timeout
     started = time.monotonic()
     meta: dict[str, object] = {"address": device.address}
     try:

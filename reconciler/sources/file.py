@@ -18,21 +18,84 @@ Reads run in a worker thread with the spec's ``timeout`` as a deadline.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from reconciler import errors
 from reconciler.model import Monitor, Observation
-from reconciler.sources import process
+from reconciler.sources import fields
+from reconciler.sources.fields import DEFAULT_MAX_BYTES, doc
 
 if TYPE_CHECKING:
-    from reconciler.sources import SourceContext
+    from reconciler.sources.context import SourceContext
 
 MISSING = "missing"
+DEFAULT_INTERVAL = 10.0
+TIMEOUT_CAP = 10.0
+"""Seconds: the default ``timeout`` is the interval, at most this."""
 
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FileSpec:
+    """A ``file`` source: a file's content or a directory's listing every ``interval``."""
+
+    TYPE: ClassVar[str] = "file"
+    KEYS: ClassVar[tuple[str, ...]] = ("type", "path", "interval", "timeout", "maxBytes")
+    """The key order of a written ``source`` mapping (``config.writer``)."""
+
+    path: str = doc("The file or directory (~ expanded; relative to the repository root).",
+                    "~/.config/app/settings.json")
+    interval: float = doc("How often to read it (500ms..7d).", "30s",
+                          default=DEFAULT_INTERVAL)
+    timeout: float = doc("Deadline for one read; a check error. Default: the interval, "
+                         "at most 10s.", "5s")
+    max_bytes: int = doc("Content cap in bytes (default 1 MiB); past it meta.truncated is true.",
+                         65536, default=DEFAULT_MAX_BYTES)
+
+    def to_json(self) -> dict[str, Any]:
+        """The normalized mapping (the fingerprint's input)."""
+        return fields.to_json(self)
+
+    def describe(self) -> str:
+        """``file: ~/notes.txt every 10s``."""
+        return fields.describe(self.TYPE, self.path, self.interval)
+
+
+Spec = FileSpec
+
+
+def normalize(raw: Mapping[str, Any]) -> FileSpec:
+    """The spec of a schema-valid ``source`` mapping.
+
+    Raises:
+        ValueError: a duration does not parse.
+    """
+    interval = fields.dur(raw.get("interval"), DEFAULT_INTERVAL)
+    return FileSpec(
+        path=raw["path"],
+        interval=interval,
+        timeout=fields.dur(raw.get("timeout"), min(interval, TIMEOUT_CAP)),
+        max_bytes=int(raw.get("maxBytes", DEFAULT_MAX_BYTES)),
+    )
+
+
+def check(raw: Mapping[str, Any]) -> list[fields.Finding]:
+    """No checks beyond the shared ones (durations) for ``file``."""
+    return []
+
+
+ADD = fields.AddFlag("--watch-file", "PATH", "A file's content (or a directory listing).",
+                     interval=True)
+"""``monitors add --watch-file PATH [--interval D]``."""
+
+
+def from_flag(value: str, *, interval: str | None, force: bool) -> dict[str, Any]:
+    """The ``source`` mapping for ``--watch-file PATH``."""
+    return {"type": FileSpec.TYPE, "path": value, "interval": interval}
 
 def _special(path: Path, mode: int) -> errors.SourceError:
     kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
@@ -48,6 +111,8 @@ def read(path: Path, max_bytes: int) -> Observation:
     Raises:
         errors.SourceError: kind ``unreadable``.
     """
+    from reconciler.sources import process
+
     try:
         st = path.stat()
     except FileNotFoundError:
@@ -91,12 +156,15 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
     Raises:
         errors.SourceError: kind ``unreadable`` or ``timeout``.
     """
+    import asyncio
+
     spec = monitor.source
-    path = ctx.resolve(str(spec["path"]))
-    timeout = float(spec["timeout"])
+    assert isinstance(spec, FileSpec)
+    path = ctx.resolve(spec.path)
+    timeout = spec.timeout
     try:
         async with asyncio.timeout(timeout):
-            return await asyncio.to_thread(read, path, int(spec["maxBytes"]))
+            return await asyncio.to_thread(read, path, spec.max_bytes)
     except TimeoutError:
         raise errors.SourceError(f"{path}: not read within {timeout:g}s",
                                  kind="timeout") from None

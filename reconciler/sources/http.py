@@ -19,21 +19,95 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
-import ssl
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import httpx
-
-from reconciler import errors, redaction
+from reconciler import durations, errors, redaction
 from reconciler.model import Monitor, Observation
-from reconciler.sources import process
+from reconciler.sources import fields
+from reconciler.sources.fields import DEFAULT_MAX_BYTES, doc
 
 if TYPE_CHECKING:
-    from reconciler.sources import SourceContext
+    import httpx
+
+    from reconciler.sources.context import SourceContext
+
+DEFAULT_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HttpSpec:
+    """A ``poll-http`` source: a GET of ``url`` every ``interval`` seconds."""
+
+    TYPE: ClassVar[str] = "poll-http"
+    KEYS: ClassVar[tuple[str, ...]] = (
+        "type", "url", "interval", "timeout", "headers", "followRedirects", "maxBytes")
+    """The key order of a written ``source`` mapping (``config.writer``)."""
+
+    url: str = doc("The http:// or https:// URL to GET.", "https://example.com/health")
+    interval: float = doc("How often to GET the URL (500ms..7d).", "1m")
+    timeout: float = doc("Deadline for the whole request, body included; a check error.",
+                         "5s", default=DEFAULT_TIMEOUT)
+    headers: Mapping[str, str] = doc(
+        "Request headers; values may use ${NAME} (never printed).",
+        {"Authorization": "Bearer ${API_TOKEN}"}, default_factory=dict)
+    follow_redirects: bool = doc("Follow redirects (off: a 3xx is the observation).",
+                                 True, default=False)
+    max_bytes: int = doc("Body cap in bytes (default 1 MiB); past it meta.truncated is true.",
+                         65536, default=DEFAULT_MAX_BYTES)
+
+    def to_json(self) -> dict[str, Any]:
+        """The normalized mapping (the fingerprint's input)."""
+        return fields.to_json(self)
+
+    def describe(self) -> str:
+        """``poll-http: https://example.com/health every 1m``."""
+        return fields.describe(self.TYPE, self.url, self.interval)
+
+
+Spec = HttpSpec
+
+
+def normalize(raw: Mapping[str, Any]) -> HttpSpec:
+    """The spec of a schema-valid ``source`` mapping.
+
+    Raises:
+        ValueError: a duration does not parse.
+    """
+    return HttpSpec(
+        url=raw["url"],
+        interval=durations.parse(raw["interval"]),
+        timeout=fields.dur(raw.get("timeout"), DEFAULT_TIMEOUT),
+        headers=fields.strings(raw.get("headers")),
+        follow_redirects=bool(raw.get("followRedirects", False)),
+        max_bytes=int(raw.get("maxBytes", DEFAULT_MAX_BYTES)),
+    )
+
+
+def check(raw: Mapping[str, Any]) -> list[fields.Finding]:
+    """No checks beyond the shared ones (durations, URL) for ``poll-http``."""
+    return []
+
+
+ADD = fields.AddFlag("--poll-http", "URL INTERVAL", "GET URL every INTERVAL.", nargs=2)
+"""``monitors add --poll-http URL INTERVAL``."""
+
+
+def from_flag(value: tuple[str, str], *, interval: str | None, force: bool) -> dict[str, Any]:
+    """The ``source`` mapping for ``--poll-http URL INTERVAL``.
+
+    Raises:
+        errors.UsageError: not an http(s) URL, or a bad interval.
+    """
+    url = value[0]
+    if not re.match(r"^https?://", url):
+        raise errors.UsageError(f"--poll-http: expected an http:// or https:// URL, "
+                                f"got {url!r}")
+    return {"type": HttpSpec.TYPE, "url": url,
+            "interval": fields.interval_flag(value[1], "--poll-http")}
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 section 5.6.2
 REDACTED = "<redacted>"
@@ -56,6 +130,8 @@ def check_url(url: str) -> httpx.URL:
     Raises:
         errors.SourceError: kind ``url``, permanent, one line naming what is wrong.
     """
+    import httpx
+
     try:
         parsed = httpx.URL(url)
     except (httpx.InvalidURL, ValueError, TypeError) as e:
@@ -95,6 +171,10 @@ def redacted_headers(headers: Mapping[str, str]) -> dict[str, str]:
 
 def _classify(exc: BaseException) -> str:
     """``dns``, ``tls``, ``connect``, ``timeout``, ``protocol`` or ``http`` for an httpx error."""
+    import ssl
+
+    import httpx
+
     if isinstance(exc, httpx.TimeoutException):
         return "timeout"
     chain: list[BaseException] = []
@@ -130,12 +210,17 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
             an unset ``${ENV}`` is not permanent), ``timeout``, ``dns``, ``connect``,
             ``tls``, ``protocol`` or ``http``.
     """
+    import asyncio
+
+    import httpx
+
+    from reconciler.sources import process
+
     spec = monitor.source
-    url = str(spec["url"])
-    timeout = float(spec["timeout"])
-    limit = int(spec["maxBytes"])
+    assert isinstance(spec, HttpSpec)
+    url, timeout, limit = spec.url, spec.timeout, spec.max_bytes
     check_url(url)
-    headers = expand_headers(spec.get("headers") or {}, ctx)
+    headers = expand_headers(spec.headers, ctx)
     check_headers(headers)
     body = process.Capped(limit)
     async with ctx.http_slots:
@@ -144,7 +229,7 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
             async with asyncio.timeout(timeout):
                 async with ctx.http.stream(
                     "GET", url, headers=headers,
-                    follow_redirects=bool(spec.get("followRedirects")),
+                    follow_redirects=spec.follow_redirects,
                     timeout=httpx.Timeout(timeout),
                 ) as response:
                     async for chunk in response.aiter_bytes():

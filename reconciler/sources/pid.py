@@ -24,22 +24,100 @@ numbers address process groups in ``kill(2)``) is a permanent check error of kin
 
 from __future__ import annotations
 
-import asyncio
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from reconciler import errors, processes
+from reconciler import errors
 from reconciler.model import Monitor, Observation
+from reconciler.sources import fields
+from reconciler.sources.fields import doc
 
 if TYPE_CHECKING:
-    from reconciler.sources import SourceContext
-
-PID_MAX = processes.PID_MAX
-alive = processes.alive  # the one liveness rule, shared with ``add --watch-pid``
+    from reconciler.sources.context import SourceContext
 
 RUNNING = "running"
 EXITED = "exited"
 NOT_YET_SPAWNED = "notyetspawned"
+DEFAULT_INTERVAL = 5.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PidSpec:
+    """A ``pid`` source: is process ``pid`` alive, every ``interval`` seconds."""
+
+    TYPE: ClassVar[str] = "pid"
+    KEYS: ClassVar[tuple[str, ...]] = ("type", "pid", "interval", "force")
+    """The key order of a written ``source`` mapping (``config.writer``)."""
+
+    pid: int = doc("The process id to watch (1..4194304, Linux's largest pid_max); the "
+                   "default condition fires when it exits.",
+                   12345)
+    interval: float = doc("How often to check the process (500ms..7d).", "5s",
+                          default=DEFAULT_INTERVAL)
+    force: bool = doc("Arm on a pid that is not running yet (it reads notyetspawned until "
+                      "seen running once).", True, default=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """The normalized mapping (the fingerprint's input)."""
+        return fields.to_json(self)
+
+    def describe(self) -> str:
+        """``pid: 4242 every 5s``."""
+        return fields.describe(self.TYPE, self.pid, self.interval)
+
+
+Spec = PidSpec
+
+
+def normalize(raw: Mapping[str, Any]) -> PidSpec:
+    """The spec of a schema-valid ``source`` mapping.
+
+    Raises:
+        ValueError: a duration does not parse.
+    """
+    return PidSpec(pid=int(raw["pid"]),
+                   interval=fields.dur(raw.get("interval"), DEFAULT_INTERVAL),
+                   force=bool(raw.get("force", False)))
+
+
+def check(raw: Mapping[str, Any]) -> list[fields.Finding]:
+    """No checks beyond the shared ones (durations) for ``pid``."""
+    return []
+
+
+MAX_PID = 4194304
+"""The largest pid Linux can give (``PID_MAX_LIMIT``; the schema's ``source.pid`` maximum)."""
+
+ADD = fields.AddFlag("--watch-pid", "PID", "Fire when process PID exits.", integer=True,
+                     interval=True)
+"""``monitors add --watch-pid PID [--interval D] [--force]``."""
+
+
+def from_flag(value: int, *, interval: str | None, force: bool) -> dict[str, Any]:
+    """The ``source`` mapping for ``--watch-pid PID``: a pid that is not alive is
+    refused unless ``force`` (then ``force: true`` is written).
+
+    Raises:
+        errors.UsageError: not a process id, or not running without ``force``.
+    """
+    if not 1 <= value <= MAX_PID:
+        raise errors.UsageError(f"--watch-pid: {value} is not a process id (1..{MAX_PID})")
+    dead = not alive(value)
+    if dead and not force:
+        raise errors.UsageError(
+            f"--watch-pid: process {value} is not running; refusing to arm a "
+            "watch on a dead pid (pass --force when it is about to be spawned)"
+        )
+    return {"type": PidSpec.TYPE, "pid": value, "interval": interval,
+            "force": True if dead else None}
+
+def alive(pid: int) -> bool:
+    """``processes.alive``: the one liveness rule, shared with ``add --watch-pid``."""
+    from reconciler import processes
+
+    return processes.alive(pid)
 
 
 async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
@@ -49,12 +127,17 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
         errors.SourceError: kind ``dead`` (permanent) when arming on a dead pid
             without ``force``; kind ``config`` (permanent) for a pid out of range.
     """
+    import asyncio
+
+    from reconciler import processes
+
     spec = monitor.source
-    pid = int(spec["pid"])
-    if not 0 < pid <= PID_MAX:
-        raise errors.SourceError(f"pid {pid} is outside 1-{PID_MAX}", kind="config",
+    assert isinstance(spec, PidSpec)
+    pid = spec.pid
+    if not 0 < pid <= processes.PID_MAX:
+        raise errors.SourceError(f"pid {pid} is outside 1-{processes.PID_MAX}", kind="config",
                                  permanent=True)
-    force = bool(spec.get("force"))
+    force = spec.force
     store = ctx.store
     marker = store.pid_marker(monitor.name) if store is not None else None
     seen = marker is not None and marker.get("pid") == pid

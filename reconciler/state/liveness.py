@@ -220,7 +220,7 @@ def liveness_view(
         view.update(status="never", text="never polled")
         return view
     ago = durations.ago(now - float(last))
-    interval = monitor.source.get("interval")
+    interval = monitor.source.interval
     if (
         monitor.active
         and owned

@@ -50,6 +50,7 @@ from reconciler.model import (
     RateLimit,
     Scope,
 )
+from reconciler.sources import registry as source_types
 
 FORMAT = 1
 KIND = "monitors-running"
@@ -68,7 +69,7 @@ def monitor_to_json(monitor: Monitor) -> dict[str, Any]:
     pause = monitor.pause
     return {
         "name": monitor.name,
-        "source": dict(monitor.source),
+        "source": monitor.source.to_json(),
         "condition": condition_spec.to_json(monitor.condition),
         "action": dict(monitor.action),
         "fingerprint": monitor.fingerprint,
@@ -100,7 +101,7 @@ def monitor_from_json(doc: Mapping[str, Any]) -> Monitor:
     rate = doc.get("rateLimit")
     return Monitor(
         name=MonitorName(str(doc["name"])),
-        source=dict(doc["source"]),
+        source=source_types.from_json(doc["source"]),
         condition=condition_spec.normalize(doc["condition"], source_type=""),
         action=dict(doc["action"]),
         fingerprint=Fingerprint(str(doc["fingerprint"])),

@@ -62,7 +62,7 @@ def test_pulled_update_under_existing_pause(repo: Repo, upstream: Upstream) -> N
     assert (repo.overlays / "pr-merge.yml").read_bytes() == overlay_before
     new = loader.load(settings_for(repo)).monitors["pr-merge"]
     assert new.pause is not None and new.pause.reason == "merging by hand"
-    assert new.source["interval"] == 900.0 and new.fingerprint != old.fingerprint
+    assert new.source.interval == 900.0 and new.fingerprint != old.fingerprint
     r = run_cli(["system", "status", "--json"], repo=repo)
     assert json.loads(r.stdout)["modifications"] == []  # the overlay is not in system/
 

@@ -47,7 +47,7 @@ def test_resolved_monitor_carries_scope_origin_fingerprint(repo: Repo) -> None:
                                                            "disk headroom")
     assert (host.scope, host.origin) == (Scope.USER, user_path)
     assert disk.fingerprint != host.fingerprint
-    assert disk.source["interval"] == 300.0
+    assert disk.source.interval == 300.0
 
 
 def test_disabled_monitors_are_included(repo: Repo) -> None:

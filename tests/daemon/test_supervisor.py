@@ -6,7 +6,6 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from reconciler import sources
 from reconciler.config import normalize
 from reconciler.daemon import evaluator, supervisor
 from reconciler.events import Event
@@ -14,6 +13,7 @@ from reconciler.model import Monitor, MonitorName
 from reconciler.planning import desired as desired_mod
 from reconciler.planning import placement
 from reconciler.planning import plan as plan_mod
+from reconciler.sources.context import SourceContext
 from reconciler.state import registry
 from reconciler.state import store as store_mod
 
@@ -65,7 +65,7 @@ def plan_for(desired: list[Monitor], reg: registry.Registry) -> plan_mod.Plan:
 def test_stop_first_rename_carries_state(tmp_path: Path) -> None:
     async def main() -> dict[str, Any]:
         store = store_mod.Store(tmp_path)
-        ctx = sources.SourceContext.create(store=store)
+        ctx = SourceContext.create(store=store)
         engine = OrderedEngine(store, Recorder(), ctx=ctx)
         engine.calls = []
         reg = registry.Registry()
@@ -107,7 +107,7 @@ def test_stop_first_rename_carries_state(tmp_path: Path) -> None:
 def test_held_stops_are_not_applied(tmp_path: Path) -> None:
     async def main() -> tuple[supervisor.Applied, list[str]]:
         store = store_mod.Store(tmp_path)
-        ctx = sources.SourceContext.create(store=store)
+        ctx = SourceContext.create(store=store)
         engine = evaluator.Engine(store, Recorder(), ctx=ctx)
         reg = registry.Registry()
         sup = supervisor.Supervisor(engine, store, reg, now=lambda: "now")

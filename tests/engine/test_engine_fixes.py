@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from reconciler import sources
 from reconciler.actions import dispatch, options
 from reconciler.daemon import evaluator
+from reconciler.sources.context import SourceContext
 from reconciler.state import store as store_mod
 from tests.conftest import Repo, run_cli
 from tests.engine.helpers import Recorder, monitor, until
@@ -36,7 +36,7 @@ def test_first_check_reaches_liveness_at_once_later_checks_coalesced(tmp_path: P
                   name="bad")
 
     async def go() -> None:
-        ctx = sources.SourceContext.create(store=store)
+        ctx = SourceContext.create(store=store)
         # A flush interval far longer than the test: only the first-check flush writes.
         engine = evaluator.Engine(store, Recorder(), ctx=ctx, flush_interval=3600)
         try:
@@ -72,7 +72,7 @@ def test_bad_url_is_parked_with_one_line_and_no_traceback(
     urls = {"port": "http://127.0.0.1:99999/", "bracket": "http://[::1"}
 
     async def go() -> dict[str, str]:
-        ctx = sources.SourceContext.create(store=store)
+        ctx = SourceContext.create(store=store)
         engine = evaluator.Engine(store, Recorder(), ctx=ctx, flush_interval=0.1)
         try:
             for name, url in urls.items():
@@ -98,7 +98,7 @@ def test_missing_shell_command_counts_consecutive_errors(tmp_path: Path) -> None
                 name="gone")
 
     async def go() -> None:
-        ctx = sources.SourceContext.create(store=store)
+        ctx = SourceContext.create(store=store)
         engine = evaluator.Engine(store, Recorder(), ctx=ctx, flush_interval=0.1)
         try:
             await engine.start(m)
@@ -122,7 +122,7 @@ def test_freezing_template_does_not_starve_other_monitors(tmp_path: Path) -> Non
                     name="other")
 
     async def go() -> None:
-        ctx = sources.SourceContext.create(store=store)
+        ctx = SourceContext.create(store=store)
         d = dispatch.Dispatcher(store, options.parse({}), state_dir=state, environ={})
         engine = evaluator.Engine(store, d, ctx=ctx, flush_interval=0.1)
         try:

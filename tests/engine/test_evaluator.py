@@ -11,10 +11,12 @@ from typing import Any
 
 import pytest
 
-from reconciler import errors, sources
+from reconciler import errors
 from reconciler.daemon import evaluator
 from reconciler.events import Event
-from reconciler.model import Monitor, Observation, SourceType
+from reconciler.model import Monitor, Observation
+from reconciler.sources import poll as poll_source
+from reconciler.sources.context import SourceContext
 from reconciler.state import store as store_mod
 from tests.engine.helpers import Recorder, monitor, until
 
@@ -31,7 +33,7 @@ class Scripted:
         self.active: dict[str, int] = {}
         self.max_active: dict[str, int] = {}
 
-    async def observe(self, m: Monitor, ctx: sources.SourceContext) -> Observation:
+    async def observe(self, m: Monitor, ctx: SourceContext) -> Observation:
         name = m.name
         self.calls.setdefault(name, []).append(time.monotonic())
         self.active[name] = self.active.get(name, 0) + 1
@@ -52,7 +54,7 @@ class Scripted:
 @pytest.fixture
 def scripted(monkeypatch: pytest.MonkeyPatch) -> Iterator[Scripted]:
     s = Scripted()
-    monkeypatch.setitem(sources.REGISTRY, SourceType.POLL, s)
+    monkeypatch.setattr(poll_source, "observe", s.observe)
     yield s
 
 
@@ -65,11 +67,11 @@ class Env:
         self.store = store_mod.Store(tmp / "state")
         self.rec = rec or Recorder()
         self.guard = guard
-        self.ctx: sources.SourceContext | None = None
+        self.ctx: SourceContext | None = None
         self.engine: evaluator.Engine | None = None
 
     async def __aenter__(self) -> evaluator.Engine:
-        self.ctx = sources.SourceContext.create(store=self.store)
+        self.ctx = SourceContext.create(store=self.store)
         self.engine = evaluator.Engine(self.store, self.rec, ctx=self.ctx, guard=self.guard,
                                        flush_interval=0.1)
         return self.engine
@@ -451,7 +453,7 @@ def test_http_polls_in_flight_are_capped(tmp_path: Path) -> None:
     rec = Recorder()
 
     async def go() -> None:
-        ctx = sources.SourceContext.create(store=store, http_in_flight=2)
+        ctx = SourceContext.create(store=store, http_in_flight=2)
         engine = evaluator.Engine(store, rec, ctx=ctx, flush_interval=0)
         try:
             for i in range(6):

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from reconciler import settings, sources
+from reconciler import settings
 from reconciler.config import normalize
+from reconciler.sources import registry as source_types
+from reconciler.sources.context import SourceContext
 from tests.conftest import Repo
 
 
@@ -18,9 +20,9 @@ def observe(repo: Repo, source: dict[str, object]) -> str:
     monitor = normalize.monitor({"source": source, "action": {"type": "notify"}}, name="m")
 
     async def go() -> str:
-        ctx = sources.SourceContext.create(settings=cfg, dry_run=True)
+        ctx = SourceContext.create(settings=cfg, dry_run=True)
         try:
-            return (await sources.observe(monitor, ctx)).text
+            return (await source_types.observe(monitor, ctx)).text
         finally:
             await ctx.aclose()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import signal
 import socket
@@ -17,18 +18,20 @@ from typing import Any
 
 import pytest
 
-from reconciler import errors, sources
+from reconciler import errors
 from reconciler.fleet import Device, Fleet
 from reconciler.model import DeviceName, Monitor, Observation
+from reconciler.sources import registry as source_types
+from reconciler.sources.context import SourceContext
 from tests.engine.helpers import monitor
 from tests.engine.test_sources_process import observe_poll, wait_dead
 
 
 def observe(m: Monitor, **ctx_args: Any) -> Observation:
     async def go() -> Observation:
-        c = sources.SourceContext.create(**ctx_args)
+        c = SourceContext.create(**ctx_args)
         try:
-            return await sources.observe(m, c)
+            return await source_types.observe(m, c)
         finally:
             await c.aclose()
 
@@ -115,7 +118,8 @@ def test_nul_in_file_path_is_a_config_error() -> None:
 @pytest.mark.parametrize("pid", [0, -1, 2**40])
 def test_pid_out_of_range_is_a_config_error(pid: int) -> None:
     m = monitor({"type": "pid", "pid": 1, "interval": "30s"})
-    m.source["pid"] = pid  # past the schema, as a hand-built Monitor could be
+    # past the schema, as a hand-built Monitor could be
+    m = dataclasses.replace(m, source=dataclasses.replace(m.source, pid=pid))
     e = source_error(m)
     assert e.kind == "config" and e.permanent and "outside" in str(e)
 
@@ -186,8 +190,8 @@ def test_cancelled_poll_kills_its_process_group(tmp_path: Path) -> None:
                  "interval": "30s", "timeout": "60s"})
 
     async def go() -> None:
-        c = sources.SourceContext.create()
-        task = asyncio.ensure_future(sources.observe(m, c))
+        c = SourceContext.create()
+        task = asyncio.ensure_future(source_types.observe(m, c))
         deadline = time.monotonic() + 10
         while not (pidfile.exists() and pidfile.read_text().strip()):
             assert time.monotonic() < deadline

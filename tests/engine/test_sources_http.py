@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from reconciler import errors, sources
+from reconciler import errors
 from reconciler.model import Observation
 from reconciler.sources import http
+from reconciler.sources.context import SourceContext
 from tests.engine.helpers import free_port, http_server, monitor, reply
 
 
@@ -63,7 +64,7 @@ def get(url: str, **spec: Any) -> Observation:
     m = monitor({"type": "poll-http", "url": url, "interval": "30s", **spec})
 
     async def go() -> Observation:
-        c = sources.SourceContext.create()
+        c = SourceContext.create()
         try:
             return await http.observe(m, c)
         finally:

@@ -13,18 +13,20 @@ from typing import Any
 
 import pytest
 
-from reconciler import errors, processes, sources
+from reconciler import errors, processes
 from reconciler.fleet import Device, Fleet
 from reconciler.model import DeviceName, Monitor, Observation
+from reconciler.sources import registry as source_types
+from reconciler.sources.context import SourceContext
 from reconciler.state import store as store_mod
 from tests.engine.helpers import free_port, monitor
 
 
 def observe(m: Monitor, **ctx_args: Any) -> Observation:
     async def go() -> Observation:
-        c = sources.SourceContext.create(**ctx_args)
+        c = SourceContext.create(**ctx_args)
         try:
-            return await sources.observe(m, c)
+            return await source_types.observe(m, c)
         finally:
             await c.aclose()
 
@@ -183,10 +185,10 @@ def test_device_headroom_for_this_device() -> None:
                   exists=True)
 
     async def go() -> Observation:
-        c = sources.SourceContext.create(fleet=fleet)
+        c = SourceContext.create(fleet=fleet)
         c.device = "me"
         try:
-            return await sources.observe(monitor({"type": "device", "device": "me"}), c)
+            return await source_types.observe(monitor({"type": "device", "device": "me"}), c)
         finally:
             await c.aclose()
 
@@ -212,4 +214,4 @@ def test_registry_matches_schema_enum() -> None:
     schema = json.loads(resources.files("reconciler").joinpath(
         "schemas/monitor.schema.json").read_text())
     enum = schema["properties"]["source"]["properties"]["type"]["enum"]
-    assert sorted(enum) == sorted(str(k) for k in sources.REGISTRY)
+    assert sorted(enum) == sorted(str(k) for k in source_types.TYPES)

@@ -12,14 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from reconciler import errors, sources
+from reconciler import errors
 from reconciler.model import Observation
-from reconciler.sources import command, pid, poll
+from reconciler.sources import Started, command, pid, poll
+from reconciler.sources.context import SourceContext
 from tests.engine.helpers import monitor
 
 
-def ctx() -> sources.SourceContext:
-    return sources.SourceContext.create()
+def ctx() -> SourceContext:
+    return SourceContext.create()
 
 
 def observe_poll(cmd: str | list[str], **spec: object) -> Observation:
@@ -232,7 +233,7 @@ def test_command_endless_line_restarts_with_backoff_without_spinning() -> None:
     cpu, wall = time.process_time() - cpu, time.monotonic() - began
     errs = [i for _, i in items if isinstance(i, errors.SourceError)]
     assert all(e.kind == "line-too-long" and "(1048576 bytes)" in str(e) for e in errs)
-    starts = [t for t, i in items if isinstance(i, sources.Started)]
+    starts = [t for t, i in items if isinstance(i, Started)]
     assert len(starts) == 3
     assert starts[1] - starts[0] >= 1.0 and starts[2] - starts[1] >= 2.0  # the backoff doubles
     assert cpu < 0.5 * wall, f"{cpu:.2f}s of CPU in {wall:.2f}s"

@@ -16,6 +16,7 @@ from reconciler.daemon import client
 from reconciler.model import Fingerprint, Monitor, MonitorName, RateLimit, Scope
 from reconciler.planning import diff
 from reconciler.settings import Settings
+from reconciler.sources.poll import PollSpec
 from tests.conftest import Repo, run_cli
 
 MON = """\
@@ -158,7 +159,8 @@ def test_replay_errors_and_display_count_steps_from_1(repo: Repo) -> None:
 
 
 def _monitor(rate: RateLimit | None, labels: dict[str, str]) -> Monitor:
-    return Monitor(name=MonitorName("repo-head"), source={"type": "poll"}, condition=Condition(),
+    source = PollSpec(command="true", interval=30.0, timeout=30.0)
+    return Monitor(name=MonitorName("repo-head"), source=source, condition=Condition(),
                    action={"type": "notify"}, fingerprint=Fingerprint("sha256:x"),
                    scope=Scope.USER, origin=Path("monitors.d/repo-head.yml"), line=1,
                    rate_limit=rate, labels=labels)

@@ -1,0 +1,141 @@
+"""What sources share at run time: the pooled HTTP client, the store, the fleet.
+
+``SourceContext`` is built once by the engine (or ``monitors test``) and passed to
+every ``observe``/``stream``. This module imports httpx; the declarative half of
+the sources package (specs, registry) never imports it, so lint stays light.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import httpx
+
+from reconciler import errors, redaction
+from reconciler.fleet import Fleet
+
+if TYPE_CHECKING:
+    from reconciler.settings import Settings
+    from reconciler.state.store import Store
+
+
+class CommandLike(Protocol):
+    """A source spec that runs a command (``poll``, ``command``)."""
+
+    @property
+    def command(self) -> str | tuple[str, ...]: ...
+
+    @property
+    def cwd(self) -> str | None: ...
+
+    @property
+    def env(self) -> Mapping[str, str]: ...
+
+
+HTTP_IN_FLIGHT = 25
+"""Default cap on HTTP polls in flight: httpx slows down past about 25 (measured)."""
+
+
+@dataclass
+class SourceContext:
+    """What sources share: pooled HTTP client, in-flight cap, store, fleet, settings.
+
+    Attributes:
+        http: the shared pooled ``httpx.AsyncClient`` (redirects are chosen per request).
+        http_slots: caps HTTP requests in flight.
+        store: the state store (pid markers), or None.
+        fleet: the fleet (device sources).
+        settings: resolved settings, or None (tests).
+        device: this device's name.
+        dry_run: ``monitors test``: sources must write nothing.
+        redactor: the shared redactor; every ``${NAME}`` value a source expands is
+            registered with it (the engine redacts observations with it).
+        environ: the environment ``${NAME}`` reads and commands inherit.
+    """
+
+    http: httpx.AsyncClient
+    http_slots: asyncio.Semaphore
+    store: Store | None = None
+    fleet: Fleet = field(default_factory=Fleet)
+    settings: Settings | None = None
+    device: str = ""
+    dry_run: bool = False
+    redactor: redaction.Redactor = field(default_factory=redaction.Redactor)
+    environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
+
+    @classmethod
+    def create(
+        cls,
+        *,
+        store: Store | None = None,
+        fleet: Fleet | None = None,
+        settings: Settings | None = None,
+        http_in_flight: int = HTTP_IN_FLIGHT,
+        dry_run: bool = False,
+        redactor: redaction.Redactor | None = None,
+    ) -> SourceContext:
+        """Build a context with one pooled client sized to ``http_in_flight``.
+        Close it with ``aclose``. TLS verification is on (httpx's default)."""
+        limits = httpx.Limits(
+            max_connections=http_in_flight, max_keepalive_connections=http_in_flight
+        )
+        client = httpx.AsyncClient(limits=limits, follow_redirects=False, trust_env=False)
+        return cls(
+            http=client,
+            http_slots=asyncio.Semaphore(http_in_flight),
+            store=store,
+            fleet=fleet or Fleet(),
+            settings=settings,
+            device=settings.device if settings is not None else "",
+            dry_run=dry_run,
+            redactor=redactor or redaction.Redactor(),
+        )
+
+    async def aclose(self) -> None:
+        """Close the HTTP client."""
+        await self.http.aclose()
+
+    def resolve(self, text: str) -> Path:
+        """A source path as written (``file.path``, ``cwd``): ``~`` expanded, and a relative
+        path taken from the repository root (not the daemon's working directory), so a
+        monitor means the same thing whoever starts the daemon and from where."""
+        path = Path(text).expanduser()
+        if not path.is_absolute() and self.settings is not None:
+            path = self.settings.root / path
+        return path
+
+    def process_spec(self, spec: CommandLike) -> dict[str, Any]:
+        """``{"command", "cwd", "env"}`` of a command source ``spec`` (``poll``,
+        ``command``) for ``sources.process``: ``cwd`` resolved (``resolve``; no ``cwd``
+        means the repository root) and ``${NAME}`` expanded in ``env`` values (``expand``).
+
+        Raises:
+            errors.SourceError: kind ``config``: an ``env`` value names an unset variable.
+        """
+        out: dict[str, Any] = {"command": spec.command, "cwd": spec.cwd, "env": dict(spec.env)}
+        if spec.cwd:
+            out["cwd"] = str(self.resolve(str(spec.cwd)))
+        elif self.settings is not None:
+            out["cwd"] = str(self.settings.root)
+        if spec.env:
+            out["env"] = {k: self.expand(str(v), where=f"env {k}")
+                          for k, v in spec.env.items()}
+        return out
+
+    def expand(self, text: str, *, where: str) -> str:
+        """``text`` with each ``${NAME}`` replaced from ``environ``, each value
+        registered with ``redactor``.
+
+        Raises:
+            errors.SourceError: kind ``config`` naming ``where`` and the unset variable
+                (never a value); not permanent: the variable may be set before a restart.
+        """
+        try:
+            return redaction.expand(text, environ=self.environ, redactor=self.redactor)
+        except redaction.Unset as e:
+            raise errors.SourceError(f"{where}: {e}", kind="config") from None

@@ -1,0 +1,147 @@
+"""The source types, keyed by the YAML ``source.type`` (STYLE.md habit 7).
+
+Every caller that needs to know the source types goes through here: the schema
+agreement test, lint's display order and semantic checks, normalization (and so
+the fingerprint), the writer's key order, the one-line description of
+list/view/plan/test, the engine's choice of poll, stream or skip, and ``add``.
+Adding a source type is its module, its entry in ``TYPES``, its schema branch, its
+tests and its README row.
+
+Light on purpose: the type modules import only leaves at module level, so lint
+imports this without httpx or asyncio. Runtime work (``observe``) imports what it
+needs when called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from reconciler.model import Monitor, Observation
+from reconciler.sources import command, device, fields, file, http, pid, poll, webhook, ws
+
+if TYPE_CHECKING:
+    from reconciler.sources.context import SourceContext
+
+SourceSpec = (poll.PollSpec | command.CommandSpec | http.HttpSpec | file.FileSpec
+              | pid.PidSpec | device.DeviceSpec | ws.WsSpec | webhook.WebhookSpec)
+"""Every typed source spec (``Monitor.source`` is one of these)."""
+
+
+class SourceType(Protocol):
+    """What a source type module provides (see ``sources.poll`` for a full example)."""
+
+    @property
+    def Spec(self) -> type[SourceSpec]: ...
+
+    def normalize(self, raw: Mapping[str, Any], /) -> SourceSpec:
+        """The spec of a schema-valid ``source`` mapping (raises ValueError)."""
+        ...
+
+    def check(self, raw: Mapping[str, Any], /) -> list[fields.Finding]:
+        """Semantic findings for lint (position-free)."""
+        ...
+
+    async def observe(self, monitor: Monitor, ctx: SourceContext, /) -> Observation:
+        """One check (raises ``errors.SourceError``)."""
+        ...
+
+    @property
+    def ADD(self) -> fields.AddFlag: ...
+
+    def from_flag(self, value: Any, /, *, interval: str | None,
+                  force: bool) -> dict[str, Any]:
+        """The ``source`` mapping ``monitors add`` writes (raises ``errors.UsageError``)."""
+        ...
+
+
+TYPES: dict[str, SourceType] = {
+    m.Spec.TYPE: m for m in (command, poll, http, file, pid, device, ws, webhook)
+}
+"""YAML ``source.type`` -> its module, in display order (DESIGN.md's order: lint's
+"expected one of" lists follow it)."""
+
+ADD_ORDER = ("poll", "command", "pid", "poll-http", "file", "device", "ws", "webhook")
+"""The order ``monitors add --help`` and its messages list the source flags (a type not
+listed comes last)."""
+
+STREAMS = frozenset(k for k, m in TYPES.items() if getattr(m, "STREAM", False))
+"""The types evaluated as streams (``command``)."""
+
+NOT_EVALUATED = frozenset(k for k, m in TYPES.items() if getattr(m, "PUSH", False))
+"""Validated but not evaluated yet (push sources): the engine says so and skips them."""
+
+
+def normalize(raw: Mapping[str, Any]) -> SourceSpec:
+    """The typed spec of a schema-valid ``source`` mapping.
+
+    Raises:
+        ValueError: an unknown type, or a duration that does not parse.
+    """
+    kind = raw["type"]
+    if kind not in TYPES:
+        raise ValueError(f"unknown source type {kind!r}")
+    return TYPES[kind].normalize(raw)
+
+
+def from_json(data: Mapping[str, Any]) -> SourceSpec:
+    """The spec whose ``to_json()`` is ``data`` (the running registry's copy).
+
+    Raises:
+        ValueError: an unknown type. KeyError: a field is missing.
+    """
+    kind = data["type"]
+    if kind not in TYPES:
+        raise ValueError(f"unknown source type {kind!r}")
+    return fields.from_json(TYPES[kind].Spec, data)
+
+
+def check(raw: Mapping[str, Any]) -> list[fields.Finding]:
+    """The type's semantic findings for a ``source`` mapping (none for an unknown or
+    missing type: the schema reports that)."""
+    kind = raw.get("type")
+    return TYPES[kind].check(raw) if isinstance(kind, str) and kind in TYPES else []
+
+
+def add_flags() -> list[tuple[str, fields.AddFlag]]:
+    """``(type, flag)`` for every source type, in ``ADD_ORDER``."""
+    def rank(kind: str) -> int:
+        return ADD_ORDER.index(kind) if kind in ADD_ORDER else len(ADD_ORDER)
+
+    return [(kind, TYPES[kind].ADD) for kind in sorted(TYPES, key=rank)]
+
+
+def from_flag(kind: str, value: Any, *, interval: str | None, force: bool) -> dict[str, Any]:
+    """The ``source`` mapping ``monitors add`` writes for type ``kind``'s flag ``value``.
+
+    Raises:
+        errors.UsageError: the value is not usable (one line naming the flag).
+    """
+    return TYPES[kind].from_flag(value, interval=interval, force=force)
+
+
+def key_order(kind: object) -> tuple[str, ...]:
+    """The key order of a written ``source`` of type ``kind`` (``config.writer``); the
+    union of all types' orders for an unknown one."""
+    if isinstance(kind, str) and kind in TYPES:
+        return TYPES[kind].Spec.KEYS
+    return tuple(dict.fromkeys(k for m in TYPES.values() for k in m.Spec.KEYS))
+
+
+def describe(spec: SourceSpec) -> str:
+    """The one line list/view/plan/test show for a source (``poll: make every 30s``)."""
+    return spec.describe()
+
+
+async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
+    """One check of ``monitor`` through its source type.
+
+    Raises:
+        errors.SourceError: the check failed.
+    """
+    return await TYPES[monitor.source_type].observe(monitor, ctx)
+
+
+def is_stream(monitor: Monitor) -> bool:
+    """True when the engine evaluates ``monitor`` as a stream (``command``)."""
+    return monitor.source_type in STREAMS
