@@ -1,6 +1,6 @@
 """``monitors runs NAME [--limit N] [--json]``: a monitor's fire history.
 
-``show`` is the body ``runs`` and ``logs`` share: read one ``daemon.views`` list,
+``show`` is the body ``runs`` and ``logs`` share: read one ``client.views`` list,
 then print it as JSON or through the ``render.monitors`` function of the same name.
 """
 
@@ -26,7 +26,8 @@ def show(ctx: click.Context, name: str, *, what: Literal["runs", "logs"], limit:
         errors.NotFoundError: no layer defines ``name`` and it has no fires.
         errors.StateError: the state directory is unreadable (``client.state_errors``).
     """
-    from reconciler.daemon import client, views
+    from reconciler.client import control as client
+    from reconciler.client import views
     from reconciler.render import monitors as render
 
     read, text = {"runs": (views.runs, render.runs), "logs": (views.logs, render.logs)}[what]

@@ -51,7 +51,7 @@ def find(settings: Settings, name: str) -> tuple[Monitor, list[Monitor]]:
 
 def summary_line(monitor: Monitor) -> str:
     """``poll: cmd every 30s  ·  match /fail/  ·  run claude``."""
-    from reconciler.daemon import views
+    from reconciler.client import views
 
     return "  ·  ".join((views.describe_source(monitor.source),
                          views.describe_condition(monitor.condition),

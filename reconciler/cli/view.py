@@ -14,7 +14,8 @@ import click
 def command(ctx: click.Context, name: str, fires: int, as_json: bool) -> int:
     """Show one monitor: resolved config with origin and scope, fingerprint, liveness,
     current condition state and recent fires."""
-    from reconciler.daemon import client, views
+    from reconciler.client import control as client
+    from reconciler.client import views
     from reconciler.render import monitors as render
 
     cfg = ctx.find_root().obj.settings()

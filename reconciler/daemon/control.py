@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler import durations, settings
-from reconciler.daemon.client import SOCKET_NAME, connect_path, settings_digest, socket_path
+from reconciler.client.control import SOCKET_NAME, connect_path, settings_digest, socket_path
 
 __all__ = ["SOCKET_NAME", "ControlServer", "connect_path", "request_problem", "socket_path"]
 

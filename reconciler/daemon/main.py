@@ -40,8 +40,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reconciler import errors, redaction, settings
-from reconciler.daemon import client, control, logformat, snapshot, supervisor, watch
+from reconciler import errors, redaction, settings, snapshot
+from reconciler.client import control as client
+from reconciler.daemon import control, logformat, supervisor, watch
 from reconciler.model import Monitor, MonitorName
 from reconciler.planning import plan as plan_mod
 from reconciler.state import atomic

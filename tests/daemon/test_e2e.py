@@ -125,7 +125,8 @@ def test_control_socket_is_private_and_answers(repo: Repo,
                                                daemons: Callable[..., Daemon]) -> None:
     repo.write("monitors.d/one.yml", monitor_yaml("one", "[echo, one]"))
     d = daemons().start()
-    from reconciler.daemon import client, control
+    from reconciler.client import control as client
+    from reconciler.daemon import control
 
     sock = Path(control.connect_path(repo.state))
     assert stat.S_IMODE(os.stat(sock).st_mode) == 0o600
@@ -169,7 +170,7 @@ def test_sigkill_while_firing_then_restart(repo: Repo, daemons: Callable[..., Da
     wait_for(lambda: "v6" in {f["event"]["signature"].strip() for f in again.fires("counter")},
              what="v6 fired once", log=again.log)
     # three more polls, now, through the control API; then count: every value fired once
-    from reconciler.daemon import client
+    from reconciler.client import control as client
 
     for _ in range(3):
         polled = client.request(repo.state, "evaluate-now", names=["counter"], timeout=30)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler import settings
-from reconciler.daemon import client
+from reconciler.client import control as client
 from tests.conftest import Repo
 from tests.daemon.conftest import WAIT, Daemon, monitor_yaml, read_json, wait_for
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.daemon import client
+from reconciler.client import control as client
 from reconciler.model import Fingerprint, Monitor, MonitorName, RateLimit, Scope
 from reconciler.planning import diff
 from reconciler.settings import Settings

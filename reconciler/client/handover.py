@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reconciler import errors, settings
-from reconciler.daemon import client, snapshot
+from reconciler import errors, settings, snapshot
+from reconciler.client import control as client
 from reconciler.model import MonitorName
 from reconciler.planning import plan as plan_mod
 from reconciler.planning.diff import Action

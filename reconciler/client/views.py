@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from reconciler import errors, settings
-from reconciler.daemon import client, snapshot
+from reconciler import errors, settings, snapshot
+from reconciler.client import control as client
 from reconciler.model import Monitor, MonitorName
 from reconciler.state import registry as registry_mod
 
