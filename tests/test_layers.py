@@ -81,8 +81,6 @@ CLIENT_MAY_USE = {"reconciler.daemon.protocol", "reconciler.daemon.startreport"}
 # exact modules that may cross a rule above, with the reason
 ALLOWED = {
     "reconciler.state.atomic",  # a leaf (os only): config's writer shares atomic writes
-    # the socket path and settings digest, until they move to daemon.protocol (next commit)
-    "reconciler.client.control",
 }
 
 

@@ -121,7 +121,7 @@ def _clear_autopause(settings: Settings, store: Any, name: str) -> None:
 
     if client.status(settings.state_dir) is not None:
         try:
-            client.request(settings.state_dir, "clear-autopause", name=name)
+            client.clear_autopause(settings.state_dir, name)
         except errors.MonitorsError as e:
             click.echo(f"warning: the running daemon did not clear {name}'s auto-pause: {e}",
                        err=True)

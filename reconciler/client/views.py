@@ -14,6 +14,7 @@ from typing import Any
 from reconciler import errors, settings, snapshot
 from reconciler.client import control as client
 from reconciler.model import Monitor, MonitorName
+from reconciler.state import direrrors
 from reconciler.state import registry as registry_mod
 
 
@@ -117,7 +118,7 @@ def rows(cfg: settings.Settings) -> dict[str, Any]:
         ``{"device", "daemon": {"running", "pid", "generation"}, "problems": [lines],
         "monitors": [row, ...]}`` sorted by name.
     """
-    with client.state_errors(cfg.state_dir):
+    with direrrors.state_errors(cfg.state_dir):
         return _rows(cfg)
 
 

@@ -41,11 +41,10 @@ from pathlib import Path
 from typing import Any
 
 from reconciler import errors, redaction, settings, snapshot
-from reconciler.client import control as client
-from reconciler.daemon import control, logformat, supervisor, watch
+from reconciler.daemon import control, logformat, protocol, supervisor, watch
 from reconciler.model import Monitor, MonitorName
 from reconciler.planning import plan as plan_mod
-from reconciler.state import atomic
+from reconciler.state import atomic, direrrors
 from reconciler.state import lock as lock_mod
 from reconciler.state import registry as registry_mod
 
@@ -146,7 +145,7 @@ class Daemon:
         from reconciler.actions import checks
 
         checks.require_valid(self.cfg)  # one line naming the first problem, before the lock
-        with client.state_errors(self.cfg.state_dir):
+        with direrrors.state_errors(self.cfg.state_dir):
             self.lock.acquire()
             try:
                 previous, note = registry_mod.load_checked(self.cfg.state_dir)
@@ -181,7 +180,7 @@ class Daemon:
             else:
                 server = control.ControlServer(
                     self.cfg.state_dir, self.handle,
-                    settings_digest=client.settings_digest(self.cfg))
+                    settings_digest=protocol.settings_digest(self.cfg))
                 try:
                     await server.start()
                 except OSError as e:
@@ -237,7 +236,7 @@ class Daemon:
         except errors.MonitorsError as e:
             log.error("%s", reload.describe_error(e))
             return
-        before = client.settings_digest(self.cfg)
+        before = protocol.settings_digest(self.cfg)
         self.cfg = new.cfg
         if self._dispatcher is not None:
             self._dispatcher.reconfigure(new.actions)
@@ -245,7 +244,7 @@ class Daemon:
             self._ctx.settings, self._ctx.fleet = new.cfg, new.fleet
         if not self.options.resync_fixed:
             self.options = dataclasses.replace(self.options, resync=new.resync)
-        after = client.settings_digest(new.cfg)
+        after = protocol.settings_digest(new.cfg)
         what = "unchanged" if after == before else f"changed ({after[:19]}...)"
         kept = f"; needs a restart, not applied: {'; '.join(new.kept)}" if new.kept else ""
         log.info("SIGHUP: re-read %s: %s; reconciling%s", settings.SETTINGS_FILE, what, kept)
@@ -384,7 +383,7 @@ class Daemon:
             try:
                 await asyncio.to_thread(self._publish_if_changed)
             except OSError as e:
-                raise client.state_error(self.cfg.state_dir, e,
+                raise direrrors.state_error(self.cfg.state_dir, e,
                                          doing="publish the running registry") from e
             self.last.at = self.registry.applied_at
             self.last.summary = plan.summary()
@@ -434,12 +433,12 @@ class Daemon:
                 log.warning("first poll of %s not done after %gs", name, FIRST_POLL_LOG_WAIT)
 
     async def first_polls(self, names: list[MonitorName], timeout: float
-                          ) -> dict[str, dict[str, Any]]:
+                          ) -> dict[str, protocol.PollResult]:
         """name -> ``{"status": "ok"|"failed"|"pending", "error"}`` within ``timeout`` s."""
         if not names:
             return {}
         raw = await self._engine.wait_first_poll(list(names), max(0.0, timeout))
-        out: dict[str, dict[str, Any]] = {}
+        out: dict[str, protocol.PollResult] = {}
         for name in names:
             result = raw.get(name)
             if result is None:
@@ -583,62 +582,65 @@ class Daemon:
         try:
             await asyncio.to_thread(registry_mod.publish, self.cfg.state_dir, self.registry)
         except OSError as e:
-            log.error("cannot publish running.json at exit: %s", client.state_error(
+            log.error("cannot publish running.json at exit: %s", direrrors.state_error(
                 self.cfg.state_dir, e))
         log.info("stopped (%d monitors were running)", len(self.registry.entries))
 
     # -- control API -------------------------------------------------------------
 
-    async def handle(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        """Answer one control request (protocol in ``daemon.control``)."""
-        op = request.get("op")
-        if op == "status":
-            return self.status()
-        if op == "reconcile":
-            wait = float(request.get("wait") or 0.0)
-            plan, applied = await self.reconcile(
-                trigger="apply", allow_mass_stop=bool(request.get("allowMassStop")))
-            names = list(dict.fromkeys([*applied.started,
-                                        *(MonitorName(n) for n in request.get("names") or ())]))
-            names = [n for n in names if n in self.registry.entries]
-            polls = await self.first_polls(names, wait) if wait > 0 else {}
-            return {"ok": True, "plan": plan.to_json(), "generation": self.registry.generation,
-                    "applied": {"started": applied.started, "stopped": applied.stopped,
-                                "updated": applied.updated, "failed": applied.failed,
-                                "held": [c.name for c in applied.held]},
-                    "firstPolls": polls}
-        if op == "first-polls":
-            running = [MonitorName(n) for n in request.get("names") or ()
-                       if MonitorName(n) in self.registry.entries]
-            wait = float(request.get("wait") or 0.0)
-            return {"ok": True, "firstPolls": await self.first_polls(running, wait)}
-        if op == "evaluate-now":
-            wanted = request.get("names")
-            names = sorted(self.registry.entries) if wanted is None else [
-                MonitorName(n) for n in wanted]
-            results: dict[str, dict[str, Any]] = {}
-            for name in names:
-                entry = self.registry.entries.get(name)
-                if entry is None:
-                    results[name] = {"status": "failed", "error": "not running on this device"}
-                    continue
-                try:
-                    result = await self._engine.poll_once(entry.monitor)
-                    ok = bool(getattr(result, "ok", True))
-                    results[name] = {"status": "ok" if ok else "failed",
-                                     "error": None if ok else str(getattr(result, "error", ""))}
-                except Exception as e:
-                    results[name] = {"status": "failed", "error": str(e)}
-            return {"ok": True, "results": results}
-        if op == "clear-autopause":
-            target = str(request.get("name") or "")
-            cleared = bool(self._guard.clear(target)) if self._guard is not None else False
-            plan, _ = await self.reconcile(trigger=f"resume {target}")
-            return {"ok": True, "cleared": cleared, "summary": plan.summary()}
-        return {"ok": False, "error": f"unknown op {op!r} (status, reconcile, first-polls, "
-                "evaluate-now, clear-autopause)"}
+    async def handle(self, request: protocol.Request) -> protocol.Reply:
+        """Answer one control request (``daemon.protocol``)."""
+        match request:
+            case protocol.Status():
+                return self.status()
+            case protocol.Reconcile():
+                plan, applied = await self.reconcile(
+                    trigger="apply", allow_mass_stop=request.allow_mass_stop)
+                names = list(dict.fromkeys([*applied.started,
+                                            *(MonitorName(n) for n in request.names)]))
+                names = [n for n in names if n in self.registry.entries]
+                polls = (await self.first_polls(names, request.wait)
+                         if request.wait > 0 else {})
+                return {"ok": True, "plan": plan.to_json(),
+                        "generation": self.registry.generation,
+                        "applied": {"started": list(applied.started),
+                                    "stopped": list(applied.stopped),
+                                    "updated": list(applied.updated),
+                                    "failed": {str(n): e for n, e in applied.failed.items()},
+                                    "held": [c.name for c in applied.held]},
+                        "firstPolls": polls}
+            case protocol.FirstPolls():
+                running = [MonitorName(n) for n in request.names
+                           if MonitorName(n) in self.registry.entries]
+                return {"ok": True, "firstPolls": await self.first_polls(running, request.wait)}
+            case protocol.EvaluateNow():
+                return {"ok": True, "results": await self._evaluate_now(request.names)}
+            case protocol.ClearAutopause():
+                target = request.name
+                cleared = bool(self._guard.clear(target)) if self._guard is not None else False
+                plan, _ = await self.reconcile(trigger=f"resume {target}")
+                return {"ok": True, "cleared": cleared, "summary": plan.summary()}
 
-    def status(self) -> dict[str, Any]:
+    async def _evaluate_now(self, wanted: tuple[str, ...] | None
+                            ) -> dict[str, protocol.PollResult]:
+        names = sorted(self.registry.entries) if wanted is None else [
+            MonitorName(n) for n in wanted]
+        results: dict[str, protocol.PollResult] = {}
+        for name in names:
+            entry = self.registry.entries.get(name)
+            if entry is None:
+                results[name] = {"status": "failed", "error": "not running on this device"}
+                continue
+            try:
+                result = await self._engine.poll_once(entry.monitor)
+                ok = bool(getattr(result, "ok", True))
+                results[name] = {"status": "ok" if ok else "failed",
+                                 "error": None if ok else str(getattr(result, "error", ""))}
+            except Exception as e:
+                results[name] = {"status": "failed", "error": str(e)}
+        return results
+
+    def status(self) -> protocol.StatusReply:
         """The ``status`` reply."""
         return {
             "ok": True,
@@ -653,7 +655,7 @@ class Daemon:
             "held": list(self.registry.held),
             "problems": list(self.last.problems),
             "writeErrors": self._store.write_errors() if self._store is not None else {},
-            "settingsDigest": client.settings_digest(self.cfg),  # a SIGHUP may change it
+            "settingsDigest": protocol.settings_digest(self.cfg),  # a SIGHUP may change it
             "lastReconcile": {"at": self.last.at, "summary": self.last.summary,
                               "trigger": self.last.trigger},
         }
