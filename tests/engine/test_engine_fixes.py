@@ -15,7 +15,7 @@ import pytest
 
 from reconciler import sources
 from reconciler.actions import dispatch, options
-from reconciler.daemon import evaluator
+from reconciler.daemon import evaluator, polls
 from reconciler.state import store as store_mod
 from tests.conftest import Repo, run_cli
 from tests.engine.helpers import Recorder, monitor, until
@@ -43,7 +43,7 @@ def test_first_check_reaches_liveness_at_once_later_checks_coalesced(tmp_path: P
             await engine.start(m)
             await engine.start(bad)
             first = await engine.wait_first_poll(["live", "bad"], 10)
-            assert first["live"] == evaluator.FirstPoll(True)
+            assert first["live"] == polls.FirstPoll(True)
             assert first["bad"] is not None and not first["bad"].ok
             # What `apply` reports is what `list` reads, right away.
             assert (on_disk(state, "live") or {}).get("checkCount") == 1

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from reconciler import errors, sources
-from reconciler.daemon import evaluator
+from reconciler.daemon import evaluator, polls
 from reconciler.events import Event
 from reconciler.model import Monitor, Observation, SourceType
 from reconciler.state import store as store_mod
@@ -102,7 +102,7 @@ def test_baseline_then_fire_is_durable_before_dispatch(tmp_path: Path, scripted:
         async with env as engine:
             await engine.start(pm(interval="500ms"))
             first = await engine.wait_first_poll(["m"], 5)
-            assert first == {"m": evaluator.FirstPoll(True)}
+            assert first == {"m": polls.FirstPoll(True)}
             await until(lambda: len(env.rec.events) == 1)
 
     asyncio.run(go())
@@ -250,7 +250,7 @@ def test_corrupt_state_quarantined_then_fresh_baseline(tmp_path: Path, scripted:
     async def go() -> None:
         async with env as engine:
             await engine.start(pm())
-            assert (await engine.wait_first_poll(["m"], 5))["m"] == evaluator.FirstPoll(True)
+            assert (await engine.wait_first_poll(["m"], 5))["m"] == polls.FirstPoll(True)
 
     asyncio.run(go())
     assert env.rec.events == []
@@ -354,7 +354,7 @@ def test_poll_once_fires_and_dispatches(tmp_path: Path, scripted: Scripted) -> N
     env = Env(tmp_path)
     m = pm(condition={"mode": "match", "match": "fail"})
 
-    async def go() -> evaluator.PollResult:
+    async def go() -> polls.PollResult:
         async with env as engine:
             return await engine.poll_once(m)
 
@@ -382,7 +382,7 @@ def test_first_polls_spread_when_many_start(tmp_path: Path, scripted: Scripted) 
     assert span > 0.8  # 400 starts at 200/s: spread over ~2 s, not one burst
     first_100ms = sum(1 for t in firsts if t - firsts[0] < 0.1)
     assert first_100ms < n / 4
-    assert evaluator.offset_fraction("m1") == evaluator.offset_fraction("m1")
+    assert polls.offset_fraction("m1") == polls.offset_fraction("m1")
 
 
 def test_command_stream_evaluated_and_killed_on_stop(tmp_path: Path) -> None:
@@ -395,7 +395,7 @@ def test_command_stream_evaluated_and_killed_on_stop(tmp_path: Path) -> None:
     async def go() -> None:
         async with env as engine:
             await engine.start(m)
-            assert (await engine.wait_first_poll(["c"], 5))["c"] == evaluator.FirstPoll(True)
+            assert (await engine.wait_first_poll(["c"], 5))["c"] == polls.FirstPoll(True)
             await until(lambda: len(env.rec.events) == 1)
             await engine.stop("c")
 

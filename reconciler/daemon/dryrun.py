@@ -1,0 +1,69 @@
+"""``monitors test``: one evaluation of a monitor against its stored state, nothing written."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from reconciler import conditions, errors, events, sources
+from reconciler.daemon.polls import load_state, make_event
+from reconciler.model import Monitor, Observation
+from reconciler.sources import push
+from reconciler.state import store as store_mod
+
+
+@dataclass(frozen=True, slots=True)
+class DryRun:
+    """``monitors test``: one evaluation against the stored state, nothing written.
+
+    Attributes:
+        monitor: the monitor.
+        observation: what the source saw (None on a check error).
+        decision: the decision against the stored state (None on a check error).
+        event: the event a fire would send (built even when it would not fire).
+        previous: the stored condition state it was judged against.
+        error: the check error's one line, or why the monitor would not run.
+        paused: the auto-pause reason when auto-paused (it would not be polled).
+    """
+
+    monitor: Monitor
+    observation: Observation | None = None
+    decision: conditions.Decision | None = None
+    event: events.Event | None = None
+    previous: dict[str, Any] | None = None
+    error: str | None = None
+    paused: str | None = None
+
+
+async def dry_run(monitor: Monitor, *, store: store_mod.Store, ctx: sources.SourceContext,
+                  clock: Callable[[], float] = time.time) -> DryRun:
+    """Observe ``monitor`` once and decide against its stored state, writing nothing
+    (``store`` should be read-only and ``ctx.dry_run`` set). Never raises for check
+    errors: they come back in ``error``. Observation and error are redacted with
+    ``ctx.redactor``, as the engine does.
+
+    Raises:
+        errors.StateError: the stored state cannot be read (future version, I/O).
+    """
+    previous, _ = load_state(store, monitor)
+    pause = store.autopause(monitor.name)
+    paused = str(pause.get("reason") or "rate limit") if pause else None
+    if monitor.source_type in sources.NOT_EVALUATED:
+        return DryRun(monitor, previous=previous, error=push.not_evaluated(monitor),
+                      paused=paused)
+    try:
+        observation = ctx.redactor.observation(await sources.observe(monitor, ctx))
+    except errors.SourceError as e:
+        return DryRun(monitor, previous=previous, error=ctx.redactor.redact(str(e)),
+                      paused=paused)
+    try:
+        decision = conditions.decide(monitor, observation, previous)
+    except re.error as e:
+        return DryRun(monitor, observation, previous=previous,
+                      error=f"config: condition regex does not compile: {e}", paused=paused)
+    event = make_event(monitor, decision, observation, at=clock())
+    return DryRun(monitor, observation, decision, event, previous, paused=paused)
+
