@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from reconciler import conditions, errors, events, sources
+from reconciler.daemon import clock as clock_mod
 from reconciler.daemon.polls import load_state, make_event
 from reconciler.model import Monitor, Observation
 from reconciler.sources import push
@@ -39,7 +38,7 @@ class DryRun:
 
 
 async def dry_run(monitor: Monitor, *, store: store_mod.Store, ctx: sources.SourceContext,
-                  clock: Callable[[], float] = time.time) -> DryRun:
+                  clock: clock_mod.Clock = clock_mod.REAL) -> DryRun:
     """Observe ``monitor`` once and decide against its stored state, writing nothing
     (``store`` should be read-only and ``ctx.dry_run`` set). Never raises for check
     errors: they come back in ``error``. Observation and error are redacted with
@@ -64,6 +63,6 @@ async def dry_run(monitor: Monitor, *, store: store_mod.Store, ctx: sources.Sour
     except re.error as e:
         return DryRun(monitor, observation, previous=previous,
                       error=f"config: condition regex does not compile: {e}", paused=paused)
-    event = make_event(monitor, decision, observation, at=clock())
+    event = make_event(monitor, decision, observation, at=clock.time())
     return DryRun(monitor, observation, decision, event, previous, paused=paused)
 

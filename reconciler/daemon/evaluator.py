@@ -46,11 +46,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from reconciler import errors, events, sources
+from reconciler.daemon import clock as clock_mod
 from reconciler.daemon import scheduler as scheduler_mod
 from reconciler.daemon.pipeline import Pipeline
 from reconciler.daemon.polls import Entry, FirstPoll, PollResult, Stats, load_state, offset_fraction
@@ -78,13 +78,14 @@ class Engine(Pipeline):
         dispatcher: carries out actions (called after the fire is durable).
         ctx: the shared source context (HTTP client, in-flight cap, fleet, settings).
         guard: rate-limit and drought hooks, optional.
-        clock: wall clock in Unix seconds (timestamps in state and events).
+        clock: due times and intervals (``monotonic``), timestamps in state and events
+            (``time``), the liveness flush's sleep; ``daemon.clock.REAL`` by default.
         flush_interval: seconds between liveness flushes.
     """
 
     def __init__(self, store: store_mod.Store, dispatcher: events.Dispatcher, *,
                  ctx: sources.SourceContext, guard: events.Guard | None = None,
-                 clock: Callable[[], float] = time.time,
+                 clock: clock_mod.Clock = clock_mod.REAL,
                  flush_interval: float = store_mod.LIVENESS_FLUSH_INTERVAL) -> None:
         self.store = store
         self.dispatcher = dispatcher
@@ -257,7 +258,7 @@ class Engine(Pipeline):
 
     def _ensure_started(self) -> None:
         if self._scheduler is None:
-            self._scheduler = scheduler_mod.Scheduler(self._on_due)
+            self._scheduler = scheduler_mod.Scheduler(self._on_due, clock=self.clock)
         if self._flusher is None and self.flush_interval > 0:
             self._flusher = asyncio.get_running_loop().create_task(
                 self._flush_loop(), name="monitors:liveness-flush")
@@ -266,11 +267,11 @@ class Engine(Pipeline):
         """Flush liveness every ``flush_interval`` in chunks of ``FLUSH_CHUNK`` files,
         pausing between chunks, so a large flush never holds the loop up for long."""
         while True:
-            await asyncio.sleep(self.flush_interval)
+            await self.clock.sleep(self.flush_interval)
             try:
                 while self.store.pending_liveness():
                     await asyncio.to_thread(self.store.flush, FLUSH_CHUNK)
-                    await asyncio.sleep(FLUSH_PAUSE)
+                    await self.clock.sleep(FLUSH_PAUSE)
             except Exception:  # never let a flush failure stop heartbeats
                 log.exception("liveness flush failed")
 
@@ -301,7 +302,7 @@ class Engine(Pipeline):
         if not batch or self._scheduler is None:
             return
         pending = self._first_pending + len(batch)
-        now = asyncio.get_running_loop().time()
+        now = self.clock.monotonic()
         for entry in batch:
             entry.counted = True
             self._first_pending += 1
@@ -315,7 +316,7 @@ class Engine(Pipeline):
         if entry is None or entry.parked is not None or self._closed or self._scheduler is None:
             return
         loop = asyncio.get_running_loop()
-        now = loop.time()
+        now = self.clock.monotonic()
         interval = float(entry.monitor.source["interval"])
         next_due = due + interval
         if next_due <= now:

@@ -15,10 +15,11 @@ import asyncio
 import contextlib
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from reconciler import conditions, errors, events, sources
+from reconciler.daemon import clock as clock_mod
 from reconciler.daemon.polls import Entry, FirstPoll, PollResult, Stats, make_event
 from reconciler.model import MonitorName, Observation
 from reconciler.state import store as store_mod
@@ -33,7 +34,7 @@ class Pipeline:
     dispatcher: events.Dispatcher
     ctx: sources.SourceContext
     guard: events.Guard | None
-    clock: Callable[[], float]
+    clock: clock_mod.Clock
     stats: Stats
     _entries: dict[MonitorName, Entry]
     _first_pending: int
@@ -91,7 +92,7 @@ class Pipeline:
         name = entry.monitor.name
         message = self.ctx.redactor.redact(str(error))
         entry.polls += 1
-        self.store.record_check(name, ok=False, error=message, at=self.clock())
+        self.store.record_check(name, ok=False, error=message, at=self.clock.time())
         await self._flush_first(entry)
         self._first_done(entry, FirstPoll(False, message))
         if error.permanent:
@@ -110,7 +111,7 @@ class Pipeline:
         The observation is redacted first: signatures, state, events and views never
         hold a registered secret."""
         monitor = entry.monitor
-        at = self.clock()
+        at = self.clock.time()
         observation = self.ctx.redactor.observation(observation)
         try:
             decision = conditions.decide(monitor, observation, entry.previous)
