@@ -1,8 +1,10 @@
 """Layers import downward only (STYLE.md): a small import-linter over the package's AST.
 
-cli > (render | daemon) > planning > (config | state) > (model, errors, durations,
-processes, redaction, atomic);
+cli > client > (render | daemon) > snapshot > planning > (config | state) > (model, errors,
+durations, processes, redaction, atomic);
 config and state never import each other;
+client/ (the CLI's side of the daemon) imports of daemon/ only the control protocol and
+the start report, never the daemon's internals;
 sources, conditions and actions never import each other; click appears only in cli/.
 The declarative half of a type package (its spec and registry: pure, no runtime
 dependency) may be imported by the layers that normalize, store, plan and show monitors;
@@ -100,9 +102,21 @@ FORBIDDEN: dict[str, set[str]] = {
     "sources": {"conditions", "actions", "daemon", "render", "cli", "planning"},
     "conditions": {"sources", "actions", "daemon", "render", "cli", "planning"},
     "actions": {"sources", "conditions", "daemon", "render", "cli", "planning"},
-    "daemon": {"cli"},
-    "render": {"cli", "daemon"},
+    "daemon": {"cli", "client"},
+    "render": {"cli", "daemon", "client"},
+    # snapshot: the I/O half of planning (layers, fleet, git -> plan inputs)
+    "snapshot": {"daemon", "client", "render", "cli"},
+    "client": {"cli"},
 }
+
+# upper areas -> the only areas that may import them (the lower ones above never do)
+IMPORTED_ONLY_BY: dict[str, set[str]] = {
+    "client": {"cli"},
+    "snapshot": {"client", "daemon", "cli"},
+}
+
+# what client/ may use of daemon/: the wire, not the process
+CLIENT_MAY_USE = {"reconciler.daemon.protocol", "reconciler.daemon.startreport"}
 
 
 # the declarative half of the condition modes (typed spec, registry: describe, check):
@@ -375,3 +389,23 @@ def test_the_sources_package_and_registry_import_light() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, cwd=ROOT, check=True)
     assert done.stdout.splitlines() == ["[]", "[]"]
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_upper_areas_are_imported_only_from_above(path: Path) -> None:
+    area = _area(path)
+    imported = _imports(path)
+    bad = sorted(
+        m for m in imported
+        if m.startswith("reconciler.") and m.split(".")[1] in IMPORTED_ONLY_BY
+        and m.split(".")[1] != area and area not in IMPORTED_ONLY_BY[m.split(".")[1]]
+    )
+    assert bad == [], f"{path.relative_to(ROOT)} ({area}) imports {bad}"
+
+
+@pytest.mark.parametrize("path", [p for p in MODULES if _area(p) == "client"],
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_client_uses_only_the_daemons_protocol(path: Path) -> None:
+    bad = sorted(m for m in _imports(path)
+                 if m.startswith("reconciler.daemon.") and m not in CLIENT_MAY_USE)
+    assert bad == [], f"{path.relative_to(ROOT)} imports the daemon's internals {bad}"

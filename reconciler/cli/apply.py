@@ -73,7 +73,7 @@ class _Shown:
         self._next_pending = PENDING_EVERY
 
     def __call__(self, p: Any) -> None:
-        from reconciler.daemon.handover import Step
+        from reconciler.client.handover import Step
         from reconciler.render import plan as render
 
         self.last = p
@@ -93,7 +93,7 @@ class _Shown:
 
     def interrupted(self) -> str:
         """What to say on Ctrl-C: what runs now, and how to look (`list`) or stop (`stop`)."""
-        from reconciler.daemon.handover import Step
+        from reconciler.client.handover import Step
 
         p = self.last
         if p is None or p.step is Step.PLANNED:
@@ -140,7 +140,8 @@ def apply_now(ctx_obj: Any, *, wait: float, yes: bool = True, plan_file: Path | 
         errors.UsageError: changes to confirm, no ``yes`` and no terminal to ask on.
         errors.StateError: the state directory is unusable (read-only, not a directory).
     """
-    from reconciler.daemon import client, handover
+    from reconciler.client import control as client
+    from reconciler.client import handover
     from reconciler.render import plan as render
     from reconciler.render import style
 

@@ -13,7 +13,7 @@ import click
 def command(ctx: click.Context, wide: bool, as_json: bool) -> int:
     """List every monitor known here: status, source, action, then liveness (and the owner
     when it is another device) on an indented line; --wide adds condition and owner columns."""
-    from reconciler.daemon import views
+    from reconciler.client import views
     from reconciler.render import monitors as render
 
     data = views.rows(ctx.find_root().obj.settings())

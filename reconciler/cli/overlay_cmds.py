@@ -117,11 +117,11 @@ def _subject(names: Sequence[str], labels: Sequence[str]) -> str:
 def _clear_autopause(settings: Settings, store: Any, name: str) -> None:
     """Clear a rate-limit auto-pause: through a running daemon (its guard holds it in
     memory too), and in the state directory either way."""
-    from reconciler.daemon import client
+    from reconciler.client import control as client
 
     if client.status(settings.state_dir) is not None:
         try:
-            client.request(settings.state_dir, "clear-autopause", name=name)
+            client.clear_autopause(settings.state_dir, name)
         except errors.MonitorsError as e:
             click.echo(f"warning: the running daemon did not clear {name}'s auto-pause: {e}",
                        err=True)

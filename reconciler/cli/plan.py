@@ -45,7 +45,7 @@ def command(ctx: click.Context, as_json: bool, out: Path | None, detailed_exitco
     when monitors.toml is invalid, or when the running daemon was started with other
     settings (restart it to use the new ones).
     """
-    from reconciler.daemon import handover
+    from reconciler.client import handover
     from reconciler.render import plan as render
     from reconciler.render import style
 

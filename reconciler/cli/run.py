@@ -61,8 +61,12 @@ def command(ctx: click.Context, once: bool, wait: float, resync: float | None,
             once=once, once_wait=wait or daemon_main.DEFAULT_ONCE_WAIT,
             resync=resync if resync is not None else daemon_main.resync_seconds(cfg),
             debounce=debounce if debounce is not None else 0.05,
-            allow_mass_stop=allow_mass_stop, demo=demo, resync_fixed=resync is not None)
+            allow_mass_stop=allow_mass_stop, resync_fixed=resync is not None)
         daemon = daemon_main.Daemon(cfg, options)
+        if demo and not once:
+            from reconciler.daemon import demo as demo_mod
+
+            daemon.also("demo", lambda: demo_mod.tick(cfg.root))
         daemon.on_ready = report.ready
         rc = daemon.run()
     except errors.MonitorsError as e:

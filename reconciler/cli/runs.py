@@ -1,6 +1,6 @@
 """``monitors runs NAME [--limit N] [--json]``: a monitor's fire history.
 
-``show`` is the body ``runs`` and ``logs`` share: read one ``daemon.views`` list,
+``show`` is the body ``runs`` and ``logs`` share: read one ``client.views`` list,
 then print it as JSON or through the ``render.monitors`` function of the same name.
 """
 
@@ -24,14 +24,15 @@ def show(ctx: click.Context, name: str, *, what: Literal["runs", "logs"], limit:
 
     Raises:
         errors.NotFoundError: no layer defines ``name`` and it has no fires.
-        errors.StateError: the state directory is unreadable (``client.state_errors``).
+        errors.StateError: the state directory is unreadable (``state.direrrors.state_errors``).
     """
-    from reconciler.daemon import client, views
+    from reconciler.client import views
     from reconciler.render import monitors as render
+    from reconciler.state import direrrors
 
     read, text = {"runs": (views.runs, render.runs), "logs": (views.logs, render.logs)}[what]
     cfg = ctx.find_root().obj.settings()
-    with client.state_errors(cfg.state_dir):
+    with direrrors.state_errors(cfg.state_dir):
         items = read(cfg, name, limit=limit)
     click.echo(render.as_json(items) if as_json else text(name, items), nl=False)
     return 0

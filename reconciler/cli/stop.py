@@ -17,7 +17,7 @@ def command(ctx: click.Context, wait: float) -> int:
     """Stop the daemon that holds this state directory, cleanly (SIGTERM): evaluators
     stop, in-flight state writes finish, the lock is released. `monitors apply` or
     `monitors run` starts it again."""
-    from reconciler.daemon import stopper
+    from reconciler.client import stopper
 
     obj: Context = ctx.obj
     cfg = obj.settings()

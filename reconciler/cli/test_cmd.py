@@ -1,7 +1,7 @@
 """``monitors test NAME [--json] [--replay FILE]``: evaluate one monitor, act on nothing.
 
 A dry run observes the source once and decides against the stored state
-(``daemon.evaluator.dry_run``) and renders the action's template within the
+(``daemon.dryrun.dry_run``) and renders the action's template within the
 render budgets (``actions.templating``; a template that breaks them, or any
 render error, exits 1 with one line); ``--replay`` feeds scripted observations through
 the real condition logic from an empty state (``conditions.replay``). Neither
@@ -51,7 +51,7 @@ def find(settings: Settings, name: str) -> tuple[Monitor, list[Monitor]]:
 
 def summary_line(monitor: Monitor) -> str:
     """``poll: cmd every 30s  ·  match /fail/  ·  run claude``."""
-    from reconciler.daemon import views
+    from reconciler.client import views
 
     return "  ·  ".join((views.describe_source(monitor.source),
                          views.describe_condition(monitor.condition),
@@ -94,23 +94,23 @@ def action_preview(monitor: Monitor, event: Any) -> dict[str, Any]:
 
 
 def _dry_run(settings: Settings, monitor: Monitor, known: list[Monitor]) -> Any:
-    """``evaluator.dry_run`` with the secrets ``known`` monitors and monitors.toml
+    """``dryrun.dry_run`` with the secrets ``known`` monitors and monitors.toml
     reference registered, as the daemon registers them: what ``test`` shows is what
     the daemon would record."""
     from reconciler import fleet, redaction
-    from reconciler.daemon import evaluator
+    from reconciler.daemon import dryrun
     from reconciler.sources.context import SourceContext
     from reconciler.state import store as store_mod
 
     store = store_mod.Store(settings.state_dir, readonly=True)
     fleet_ = fleet.load(settings.fleet_file)
 
-    async def go() -> evaluator.DryRun:
+    async def go() -> dryrun.DryRun:
         redactor = redaction.Redactor(redaction.collect(known, settings.toml, os.environ))
         ctx = SourceContext.create(store=store, fleet=fleet_, settings=settings,
                                    dry_run=True, redactor=redactor)
         try:
-            return await evaluator.dry_run(monitor, store=store, ctx=ctx)
+            return await dryrun.dry_run(monitor, store=store, ctx=ctx)
         finally:
             await ctx.aclose()
 

@@ -14,11 +14,12 @@ import click
 def command(ctx: click.Context, name: str, fires: int, as_json: bool) -> int:
     """Show one monitor: resolved config with origin and scope, fingerprint, liveness,
     current condition state and recent fires."""
-    from reconciler.daemon import client, views
+    from reconciler.client import views
     from reconciler.render import monitors as render
+    from reconciler.state import direrrors
 
     cfg = ctx.find_root().obj.settings()
-    with client.state_errors(cfg.state_dir):
+    with direrrors.state_errors(cfg.state_dir):
         data = views.view(cfg, name, fires=fires)
     click.echo(render.as_json(data) if as_json else render.view(data), nl=False)
     return 0

@@ -24,6 +24,10 @@ Life cycle (``Daemon.run``):
    stops its evaluators without writing to the directory again and exits 1.
 
 Logs go to the ``monitors.*`` loggers, one line per event, naming the monitor.
+
+This module is the life cycle only: start, lock, signals, the wait loop, stop. A
+reconcile is ``daemon.reconcile``, the collaborators are built by ``daemon.parts``,
+control requests are answered by ``daemon.operations``.
 """
 
 from __future__ import annotations
@@ -35,31 +39,28 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from reconciler import atomic, errors, redaction, settings
-from reconciler.daemon import client, control, logformat, snapshot, supervisor, watch
-from reconciler.model import Monitor, MonitorName
-from reconciler.planning import plan as plan_mod
+from reconciler import errors, redaction, settings, snapshot
+from reconciler.daemon import control, logformat, operations, protocol, watch
+from reconciler.daemon import parts as parts_mod
+from reconciler.daemon import reconcile as reconcile_mod
+from reconciler.model import MonitorName
+from reconciler.state import direrrors
 from reconciler.state import lock as lock_mod
 from reconciler.state import registry as registry_mod
 
 log = logging.getLogger("monitors.daemon")
 
+T = TypeVar("T")
+
 DEFAULT_ONCE_WAIT = 30.0
-FIRST_POLL_LOG_WAIT = 60.0
 SHUTDOWN_DRAIN = 3.0
-DEMO_INTERVAL = 15.0
 LOCK_CHECK = 2.0
 """Seconds between checks that ``<state>/daemon.lock`` is still the inode this daemon locked."""
-PAUSE_MARGIN = 0.5
-"""Seconds after a pause's ``until`` at which the daemon reconciles to resume the monitor."""
-DEMO_FILE = f"{settings.STATE_DIR}/demo/tick.txt"
-"""Below the repository root, whatever the state directory: a demo *input* (git-ignored),
-the path ``monitors.d/demo-file.yml`` watches."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +73,6 @@ class Options:
         resync: seconds between periodic resyncs (``[daemon] resync`` in monitors.toml).
         debounce: quiet seconds after a file event before reconciling.
         allow_mass_stop: never hold stops (``--allow-mass-stop``).
-        demo: also rewrite ``<root>/.history/demo/tick.txt`` every 15 s (``make run``),
-            whatever the state directory: it is the input of ``monitors.d/demo-file.yml``.
         resync_fixed: ``resync`` came from ``--resync``: a SIGHUP reload keeps it.
     """
 
@@ -82,7 +81,6 @@ class Options:
     resync: float = watch.DEFAULT_RESYNC
     debounce: float = watch.DEFAULT_DEBOUNCE
     allow_mass_stop: bool = False
-    demo: bool = False
     resync_fixed: bool = False  # --resync given: a SIGHUP reload keeps it
 
 
@@ -93,41 +91,37 @@ def setup_logging(*, stream: Any = None, timestamps: bool = True, level: str = "
     logformat.setup(stream=stream, timestamps=timestamps, level=level, fmt=fmt)
 
 
-@dataclass(slots=True)
-class _Last:
-    at: str = ""
-    summary: str = ""
-    trigger: str = ""
-    problems: tuple[str, ...] = ()
-    plan: plan_mod.Plan | None = None
-
-
 class Daemon:
     """The reconciler daemon for one settings/state directory (see the module docstring)."""
 
     def __init__(self, cfg: settings.Settings, options: Options | None = None) -> None:
-        self.cfg = cfg
         self.options = options or Options()
         self.lock = lock_mod.StateLock(cfg.state_dir)
         self.registry = registry_mod.Registry(device=cfg.device, pid=os.getpid())
-        self.boot_good: dict[MonitorName, Monitor] = {}
-        self.last = _Last()
+        self.redactor = redaction.Redactor()  # shared by sources, engine, dispatcher, log
+        self.reconciler = reconcile_mod.Reconciler(
+            cfg, self.registry, redactor=self.redactor, boot_good={},
+            allow_mass_stop=self.options.allow_mass_stop,
+            on_started=None if self.options.once else self._started)
+        self.operations = operations.Operations(self.reconciler)
+        self.parts: parts_mod.Parts | None = None
+        self.lost: str | None = None  # why the state lock no longer holds (then exit 1)
+        self.on_ready: Callable[[], None] | None = None  # called once serving (start report)
         self._stopping: asyncio.Event | None = None
         self._trigger: watch.Trigger | None = None
-        self._reconcile_lock: asyncio.Lock | None = None
-        self._store: Any = None
-        self._engine: Any = None
-        self._dispatcher: Any = None
-        self._guard: Any = None
-        self._ctx: Any = None
-        self._supervisor: supervisor.Supervisor | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
-        self.lost: str | None = None  # why the state lock no longer holds (then exit 1)
-        self._pause_due: float | None = None  # monotonic time of the next pause expiry
-        self._published: tuple[dict[str, Any], tuple[int, int, int] | None] | None = None
-        self.redactor = redaction.Redactor()  # shared by sources, engine, dispatcher, log
-        self.on_ready: Callable[[], None] | None = None  # called once serving (start report)
+        self._extra: list[tuple[str, Callable[[], Coroutine[Any, Any, None]]]] = []
         self._reload_requested = False  # SIGHUP: re-read monitors.toml before reconciling
+
+    @property
+    def cfg(self) -> settings.Settings:
+        """The settings in use (a SIGHUP may replace them)."""
+        return self.reconciler.cfg
+
+    def also(self, name: str, task: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Also run ``task()`` as the named task while serving (not with ``once``);
+        cancelled at stop. ``monitors run --demo`` runs ``daemon.demo.tick`` so."""
+        self._extra.append((name, task))
 
     # -- entry -------------------------------------------------------------------
 
@@ -144,13 +138,13 @@ class Daemon:
         from reconciler.actions import checks
 
         checks.require_valid(self.cfg)  # one line naming the first problem, before the lock
-        with client.state_errors(self.cfg.state_dir):
+        with direrrors.state_errors(self.cfg.state_dir):
             self.lock.acquire()
             try:
                 previous, note = registry_mod.load_checked(self.cfg.state_dir)
                 if note:
                     log.warning("%s", note)
-                self.boot_good = {n: e.monitor for n, e in previous.entries.items()}
+                self.reconciler.boot_good = {n: e.monitor for n, e in previous.entries.items()}
                 self.registry.generation = previous.generation
                 return asyncio.run(self._main())
             finally:
@@ -158,7 +152,6 @@ class Daemon:
 
     async def _main(self) -> int:
         self._stopping = asyncio.Event()
-        self._reconcile_lock = asyncio.Lock()
         redaction.filter_logs(self.redactor)
         self._trigger = watch.Trigger(debounce=self.options.debounce)
         loop = asyncio.get_running_loop()
@@ -167,19 +160,20 @@ class Daemon:
         loop.add_signal_handler(signal.SIGHUP, self._request_reload)
         self.registry.running = True
         self.registry.daemon_started_at = snapshot.now_iso()
-        await self._build()
+        self.parts = self.reconciler.parts = parts_mod.build(
+            self.cfg, self.registry, redactor=self.redactor, on_autopause=self._autopaused_now)
         server: control.ControlServer | None = None
         watcher: watch.Watcher | None = None
         rc = 0
         try:
-            await self._recover()
-            _, applied = await self.reconcile(trigger="start")
+            await self.reconciler.recover()
+            _, applied = await self.reconciler.reconcile(trigger="start")
             if self.options.once:
                 rc = await self._once(applied.started)
             else:
                 server = control.ControlServer(
-                    self.cfg.state_dir, self.handle,
-                    settings_digest=client.settings_digest(self.cfg))
+                    self.cfg.state_dir, self.operations.answer,
+                    settings_digest=protocol.settings_digest(self.cfg))
                 try:
                     await server.start()
                 except OSError as e:
@@ -195,8 +189,8 @@ class Daemon:
                     log.warning("cannot watch the layers: %s (the periodic resync every %gs "
                                 "still picks up changes)", e.strerror or e,
                                 self.options.resync)
-                if self.options.demo:
-                    self._spawn(self._demo_loop(), "demo")
+                for name, task in self._extra:
+                    self._spawn(task(), name)
                 log.info("daemon ready: pid %d, device %s, %d running, watching %s "
                          "(resync every %gs); Ctrl-C stops", os.getpid(), self.cfg.device,
                          len(self.registry.entries), self.cfg.root, self.options.resync)
@@ -211,6 +205,8 @@ class Daemon:
                 await server.close()
             await self._shutdown()
         return int(errors.ExitCode.ERROR) if self.lost is not None else rc
+
+    # -- signals -----------------------------------------------------------------
 
     def _request_stop(self, sig: signal.Signals) -> None:
         if self._stopping is not None and not self._stopping.is_set():
@@ -235,15 +231,14 @@ class Daemon:
         except errors.MonitorsError as e:
             log.error("%s", reload.describe_error(e))
             return
-        before = client.settings_digest(self.cfg)
-        self.cfg = new.cfg
-        if self._dispatcher is not None:
-            self._dispatcher.reconfigure(new.actions)
-        if self._ctx is not None:
-            self._ctx.settings, self._ctx.fleet = new.cfg, new.fleet
+        before = protocol.settings_digest(self.cfg)
+        self.reconciler.cfg = new.cfg
+        if self.parts is not None:
+            self.parts.dispatcher.reconfigure(new.actions)
+            self.parts.ctx.settings, self.parts.ctx.fleet = new.cfg, new.fleet
         if not self.options.resync_fixed:
             self.options = dataclasses.replace(self.options, resync=new.resync)
-        after = client.settings_digest(new.cfg)
+        after = protocol.settings_digest(new.cfg)
         what = "unchanged" if after == before else f"changed ({after[:19]}...)"
         kept = f"; needs a restart, not applied: {'; '.join(new.kept)}" if new.kept else ""
         log.info("SIGHUP: re-read %s: %s; reconciling%s", settings.SETTINGS_FILE, what, kept)
@@ -254,210 +249,34 @@ class Daemon:
             dirs.append(self.cfg.overlays_dir)
         return dirs
 
-    # -- parts -------------------------------------------------------------------
-
-    async def _build(self) -> None:
-        from reconciler import fleet
-        from reconciler.actions import dispatch, guards
-        from reconciler.config import trust
-        from reconciler.daemon import evaluator
-        from reconciler.sources.context import SourceContext
-        from reconciler.state import store as store_mod
-
-        toml_path = self.cfg.root / settings.SETTINGS_FILE
-        unsafe = trust.settings_problem(self.cfg.toml, toml_path, root=self.cfg.root)
-        if unsafe:  # its agents and routines would run what another user wrote
-            raise errors.ConfigError(f"{toml_path}: {unsafe}")
-        self._store = store_mod.Store(self.cfg.state_dir)
-        self._dispatcher = dispatch.build(self._store, self.cfg.toml, state_dir=self.cfg.state_dir,
-                                          root=self.cfg.root,
-                                          redactor=self.redactor)
-        self._guard = guards.build(self._store, self._dispatcher)
-        self._guard.on_autopause = self._autopaused_now
-        self._ctx = SourceContext.create(store=self._store,
-                                         fleet=fleet.load(self.cfg.fleet_file),
-                                         settings=self.cfg, redactor=self.redactor)
-        self._engine = evaluator.Engine(self._store, self._dispatcher, ctx=self._ctx,
-                                        guard=self._guard)
-        self._supervisor = supervisor.Supervisor(self._engine, self._store, self.registry,
-                                                 now=snapshot.now_iso)
-
     def _autopaused_now(self, name: str) -> None:
         """The guard auto-paused ``name``: reconcile now so its evaluator stops at once
         (not at the next resync) and ``running.json`` agrees with ``plan``."""
         if self._trigger is not None:
             self._trigger.poke(f"auto-pause {name}")
 
-    async def _recover(self) -> None:
-        from reconciler.actions import recovery
-        from reconciler.state import leftovers
+    def _started(self, names: list[MonitorName]) -> None:
+        self._spawn(self.operations.log_first_polls(names), "first-polls")
 
-        swept = await asyncio.to_thread(leftovers.sweep, self.cfg.state_dir)
-        if swept.summary():
-            log.info("%s", swept.summary())
-        for line in swept.kept:
-            log.warning("%s", line)
-        snap = await asyncio.to_thread(self._read_snapshot, self.boot_good, with_git=False)
-        self._register_secrets(snap)
-        monitors: dict[str, Monitor] = {str(n): m for n, m in snap.desired.monitors.items()}
-        done = await recovery.recover(self._store, monitors, self._dispatcher)
-        for item in done:
-            log.info("recovered %s fire %s (%s): %s", item.monitor, item.event_id,
-                     item.outcome, item.reason)
-
-    def _read_snapshot(self, last_good: Mapping[MonitorName, Monitor], *,
-                       with_git: bool = True) -> snapshot.Snapshot:
-        """``snapshot.read`` with the auto-pauses of the state directory (a worker thread:
-        both list and read files)."""
-        return snapshot.read(self.cfg, last_good=last_good, autopaused=self._autopaused(),
-                             with_git=with_git)
-
-    def _register_secrets(self, snap: snapshot.Snapshot) -> None:
-        """Register every secret the snapshot's monitors and monitors.toml reference
-        (``redaction.collect``) before anything of theirs runs."""
-        monitors = [*snap.monitors.values(), *snap.desired.monitors.values()]
-        self.redactor.add_all(redaction.collect(monitors, self.cfg.toml, os.environ))
-
-    def _autopaused(self) -> dict[MonitorName, str]:
-        return {} if self._store is None else self._store.autopause_reasons()
-
-    def _last_good(self) -> dict[MonitorName, Monitor]:
-        good = dict(self.boot_good)
-        good.update(supervisor.running_monitors(self.registry))
-        return good
-
-    # -- reconcile ---------------------------------------------------------------
-
-    async def reconcile(self, *, trigger: str = "", allow_mass_stop: bool = False
-                        ) -> tuple[plan_mod.Plan, supervisor.Applied]:
-        """Load the layers, plan against the registry, apply, publish ``running.json``.
-
-        Reconciles never overlap (a lock). File and config problems are logged when
-        they change; held stops are logged at every pass until resolved.
-        """
-        assert self._reconcile_lock is not None and self._supervisor is not None
-        async with self._reconcile_lock:
-            snap = await asyncio.to_thread(self._read_snapshot, self._last_good())
-            self._register_secrets(snap)
-            expiry = snap.next_pause_expiry
-            self._pause_due = None if expiry is None else (
-                time.monotonic() + max(0.0, expiry - time.time()) + PAUSE_MARGIN)
-            basis = plan_mod.Basis(
-                device=self.cfg.device, daemon_running=True, daemon_pid=os.getpid(),
-                generation=self.registry.generation, digest=snap.digest, commit=snap.commit,
-                dirty=snap.dirty, problems=tuple(snap.problems), created_at=snapshot.now_iso(),
-                root=self.cfg.root, error_files=tuple(snap.error_files))
-            plan = plan_mod.make(
-                snap.desired, supervisor.running_monitors(self.registry), basis,
-                allow_mass_stop=allow_mass_stop or self.options.allow_mass_stop)
-            errors_now = snap.errors
-            if errors_now != self.last.problems:
-                for line in errors_now:
-                    log.error("%s", line)
-                if self.last.problems and not errors_now:
-                    log.info("all monitor files are valid again")
-                for change in plan.changes:
-                    if change.action.value == "keep":
-                        log.warning("keep %s: file is invalid, its last applied version "
-                                    "keeps running", change.name)
-                self.last.problems = errors_now
-            elif errors_now and trigger == "resync":
-                for line in errors_now:
-                    log.warning("still invalid: %s", line)
-            if plan.mass_stop:
-                log.warning("HELD %d stops (mass-stop guard): %s",
-                            sum(1 for c in plan.changes if c.held), plan.mass_stop)
-            applied = await self._supervisor.apply(plan)
-            self.registry.held = [{"name": c.name, "action": c.action.value,
-                                   "reason": plan.mass_stop or ""} for c in applied.held]
-            self.registry.digest = snap.digest
-            self.registry.commit, self.registry.dirty = snap.commit, snap.dirty
-            self.registry.applied_at = snapshot.now_iso()
-            try:
-                await asyncio.to_thread(self._publish_if_changed)
-            except OSError as e:
-                raise client.state_error(self.cfg.state_dir, e,
-                                         doing="publish the running registry") from e
-            self.last.at = self.registry.applied_at
-            self.last.summary = plan.summary()
-            self.last.trigger = trigger
-            self.last.plan = plan
-            if applied.changed or applied.failed:
-                commit = f" at {snap.commit[:12]}" if snap.commit else ""
-                log.info("reconciled (%s)%s: %s; generation %d", trigger or "request", commit,
-                         applied_names(plan, applied), self.registry.generation)
-            if applied.started and not self.options.once:
-                self._spawn(self._log_first_polls(list(applied.started)), "first-polls")
-            return plan, applied
-
-    def _publish_if_changed(self) -> bool:
-        """Publish ``running.json`` unless its content (all but ``appliedAt``) equals what
-        this daemon last published and the file is still that one (same inode, mtime,
-        size). Returns whether it published.
-
-        Raises:
-            OSError: the state directory is not writable.
-        """
-        doc = self.registry.to_json()
-        doc.pop("appliedAt", None)
-        file = registry_mod.path(self.cfg.state_dir)
-        if self._published is not None and self._published == (doc, _stat_key(file)):
-            return False
-        self._published = None
-        registry_mod.publish(self.cfg.state_dir, self.registry)
-        key = _stat_key(file)  # (None: deleted already; then publish again next time)
-        self._published = (doc, key) if key is not None else None
-        return True
-
-    async def _log_first_polls(self, names: list[MonitorName]) -> None:
-        started = {n: self.registry.entries[n].monitor for n in names
-                   if n in self.registry.entries}
-        results = await self.first_polls(list(started), FIRST_POLL_LOG_WAIT)
-        for name, result in results.items():
-            entry = self.registry.entries.get(MonitorName(name))
-            if entry is None or entry.monitor is not started[MonitorName(name)]:
-                continue  # stopped or replaced meanwhile: its successor reports
-
-            if result["status"] == "ok":
-                log.info("first poll ok: %s", name)
-            elif result["status"] == "failed":
-                log.warning("first poll failed: %s: %s", name, result["error"])
-            else:
-                log.warning("first poll of %s not done after %gs", name, FIRST_POLL_LOG_WAIT)
-
-    async def first_polls(self, names: list[MonitorName], timeout: float
-                          ) -> dict[str, dict[str, Any]]:
-        """name -> ``{"status": "ok"|"failed"|"pending", "error"}`` within ``timeout`` s."""
-        if not names:
-            return {}
-        raw = await self._engine.wait_first_poll(list(names), max(0.0, timeout))
-        out: dict[str, dict[str, Any]] = {}
-        for name in names:
-            result = raw.get(name)
-            if result is None:
-                out[name] = {"status": "pending", "error": None}
-            elif getattr(result, "ok", False):
-                out[name] = {"status": "ok", "error": None}
-            else:
-                out[name] = {"status": "failed", "error": str(getattr(result, "error", ""))}
-        return out
+    # -- the wait loop -------------------------------------------------------------
 
     async def _loop(self, watcher: watch.Watcher) -> None:
         assert self._stopping is not None and self._trigger is not None
+        rec = self.reconciler
         next_resync = time.monotonic() + self.options.resync
         while not self._stopping.is_set():
-            due = next_resync if self._pause_due is None else min(next_resync, self._pause_due)
+            due = next_resync if rec.pause_due is None else min(next_resync, rec.pause_due)
             left = max(0.0, due - time.monotonic())
             reasons = await self._trigger.wait(min(LOCK_CHECK, left))
             if self._stopping.is_set() or self._lock_lost():
                 break
             now = time.monotonic()
-            expired = self._pause_due is not None and now >= self._pause_due
+            expired = rec.pause_due is not None and now >= rec.pause_due
             if reasons is None and now < next_resync and not expired:
                 continue  # a lock check only
             watcher.ensure()
             if expired:
-                self._pause_due = None  # re-armed by the reconcile (not retried in a loop)
+                rec.pause_due = None  # re-armed by the reconcile (not retried in a loop)
             if self._reload_requested:
                 self._reload_requested = False
                 await self._reload()
@@ -473,7 +292,7 @@ class Daemon:
             else:  # the monitors that changed are logged, not raw file events (temp names)
                 trigger = "file change"
             try:
-                await self.reconcile(trigger=trigger)
+                await rec.reconcile(trigger=trigger)
             except errors.MonitorsError as e:
                 log.error("reconcile failed: %s (will retry)", e)
             except Exception:
@@ -487,47 +306,31 @@ class Daemon:
                 log.error("state directory lost under the running daemon: %s; stopping "
                           "every monitor and exiting (a daemon started since owns it)",
                           self.lost)
-                if self._store is not None:
-                    self._store.readonly = True  # never write into another daemon's store
+                if self.parts is not None:
+                    self.parts.store.readonly = True  # never write into another daemon's store
         return self.lost is not None
 
     async def _once(self, started: list[MonitorName]) -> int:
+        assert self.parts is not None
         deadline = time.monotonic() + self.options.once_wait
-        results = await self._unless_stopped(self.first_polls(started, self.options.once_wait))
+        results = await self._unless_stopped(
+            self.operations.first_polls(started, self.options.once_wait))
         if results is None:
             return 0
-        failed = 0
         for name, result in sorted(results.items()):
             if result["status"] == "ok":
                 log.info("polled %s", name)
             elif result["status"] == "failed":
-                failed += 1
                 log.warning("poll failed: %s: %s", name, result["error"])
             else:
-                failed += 1
                 log.warning("no poll of %s within %gs", name, self.options.once_wait)
         left = max(1.0, deadline - time.monotonic())
-        if not await self._unless_stopped(self._dispatcher.drain(left)):
+        if not await self._unless_stopped(self.parts.dispatcher.drain(left)):
             log.warning("dispatches still in flight after %gs: they stay recorded and are "
                         "recovered at the next start", left)
         return 0
 
-    async def _demo_loop(self) -> None:
-        path = self.cfg.root / DEMO_FILE
-        n = 0
-        while True:
-            n += 1
-            text = f"demo tick {n} at {snapshot.now_iso()}\n"
-            try:
-                await asyncio.to_thread(_write_demo, path, text)
-            except OSError as e:
-                log.error("demo: cannot write %s: %s (the demo stops; the daemon goes on)",
-                          path, e.strerror or e)
-                return
-            log.info("demo: wrote %s (tick %d)", path, n)
-            await asyncio.sleep(DEMO_INTERVAL)
-
-    async def _unless_stopped(self, coro: Any) -> Any:
+    async def _unless_stopped(self, coro: Awaitable[T]) -> T | None:
         """Await ``coro`` unless SIGTERM/SIGINT comes first (then cancel it, return None)."""
         assert self._stopping is not None
         task = asyncio.ensure_future(coro)
@@ -541,32 +344,32 @@ class Daemon:
             await task
         return None
 
-    def _spawn(self, coro: Any, name: str) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
         task = asyncio.get_running_loop().create_task(coro, name=name)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    # -- stop ----------------------------------------------------------------------
 
     async def _shutdown(self) -> None:
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
-        if self._engine is not None:
+        parts = self.parts
+        if parts is not None:
             try:
-                await self._engine.close()
+                await parts.engine.close()
             except Exception:
                 log.exception("closing the engine failed")
-        if self._dispatcher is not None:
             with contextlib.suppress(Exception):
-                await self._dispatcher.drain(SHUTDOWN_DRAIN)
+                await parts.dispatcher.drain(SHUTDOWN_DRAIN)
             with contextlib.suppress(Exception):
-                await self._dispatcher.close()
-        if self._ctx is not None:
+                await parts.dispatcher.close()
             with contextlib.suppress(Exception):
-                await self._ctx.aclose()
-        if self._store is not None:
+                await parts.ctx.aclose()
             with contextlib.suppress(OSError):
-                await asyncio.to_thread(self._store.flush)
+                await asyncio.to_thread(parts.store.flush)
         self.registry.running = False
         if self.lost is not None:
             log.info("stopped (%d monitors were running); state directory lost, nothing "
@@ -575,114 +378,9 @@ class Daemon:
         try:
             await asyncio.to_thread(registry_mod.publish, self.cfg.state_dir, self.registry)
         except OSError as e:
-            log.error("cannot publish running.json at exit: %s", client.state_error(
+            log.error("cannot publish running.json at exit: %s", direrrors.state_error(
                 self.cfg.state_dir, e))
         log.info("stopped (%d monitors were running)", len(self.registry.entries))
-
-    # -- control API -------------------------------------------------------------
-
-    async def handle(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        """Answer one control request (protocol in ``daemon.control``)."""
-        op = request.get("op")
-        if op == "status":
-            return self.status()
-        if op == "reconcile":
-            wait = float(request.get("wait") or 0.0)
-            plan, applied = await self.reconcile(
-                trigger="apply", allow_mass_stop=bool(request.get("allowMassStop")))
-            names = list(dict.fromkeys([*applied.started,
-                                        *(MonitorName(n) for n in request.get("names") or ())]))
-            names = [n for n in names if n in self.registry.entries]
-            polls = await self.first_polls(names, wait) if wait > 0 else {}
-            return {"ok": True, "plan": plan.to_json(), "generation": self.registry.generation,
-                    "applied": {"started": applied.started, "stopped": applied.stopped,
-                                "updated": applied.updated, "failed": applied.failed,
-                                "held": [c.name for c in applied.held]},
-                    "firstPolls": polls}
-        if op == "first-polls":
-            running = [MonitorName(n) for n in request.get("names") or ()
-                       if MonitorName(n) in self.registry.entries]
-            wait = float(request.get("wait") or 0.0)
-            return {"ok": True, "firstPolls": await self.first_polls(running, wait)}
-        if op == "evaluate-now":
-            wanted = request.get("names")
-            names = sorted(self.registry.entries) if wanted is None else [
-                MonitorName(n) for n in wanted]
-            results: dict[str, dict[str, Any]] = {}
-            for name in names:
-                entry = self.registry.entries.get(name)
-                if entry is None:
-                    results[name] = {"status": "failed", "error": "not running on this device"}
-                    continue
-                try:
-                    result = await self._engine.poll_once(entry.monitor)
-                    ok = bool(getattr(result, "ok", True))
-                    results[name] = {"status": "ok" if ok else "failed",
-                                     "error": None if ok else str(getattr(result, "error", ""))}
-                except Exception as e:
-                    results[name] = {"status": "failed", "error": str(e)}
-            return {"ok": True, "results": results}
-        if op == "clear-autopause":
-            target = str(request.get("name") or "")
-            cleared = bool(self._guard.clear(target)) if self._guard is not None else False
-            plan, _ = await self.reconcile(trigger=f"resume {target}")
-            return {"ok": True, "cleared": cleared, "summary": plan.summary()}
-        return {"ok": False, "error": f"unknown op {op!r} (status, reconcile, first-polls, "
-                "evaluate-now, clear-autopause)"}
-
-    def status(self) -> dict[str, Any]:
-        """The ``status`` reply."""
-        return {
-            "ok": True,
-            "pid": os.getpid(),
-            "device": self.cfg.device,
-            "root": str(self.cfg.root),
-            "stateDir": str(self.cfg.state_dir),
-            "startedAt": self.registry.daemon_started_at,
-            "generation": self.registry.generation,
-            "revision": {"commit": self.registry.commit, "dirty": self.registry.dirty},
-            "running": sorted(self.registry.entries),
-            "held": list(self.registry.held),
-            "problems": list(self.last.problems),
-            "writeErrors": self._store.write_errors() if self._store is not None else {},
-            "settingsDigest": client.settings_digest(self.cfg),  # a SIGHUP may change it
-            "lastReconcile": {"at": self.last.at, "summary": self.last.summary,
-                              "trigger": self.last.trigger},
-        }
-
-
-def _stat_key(path: Path) -> tuple[int, int, int] | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return st.st_mtime_ns, st.st_size, st.st_ino
-
-
-def _write_demo(path: Path, text: str) -> None:
-    atomic.make_dirs(path.parent)  # below the (private) state directory
-    atomic.write_bytes(path, text.encode("utf-8"), durable=False)
-
-
-def applied_names(plan: plan_mod.Plan, applied: supervisor.Applied) -> str:
-    """``started a, b; replaced c; stopped d; failed e`` naming the monitors that changed
-    (``renamed x -> y`` for a rename), for the daemon log."""
-    started = set(applied.started)
-    renames = {c.name: c.old_name for c in plan.changes if c.action.value == "rename"}
-    replaced = {c.name for c in plan.changes if c.action.value == "replace"}
-    parts: list[str] = []
-    groups = (
-        ("started", sorted(n for n in started if n not in replaced and n not in renames)),
-        ("replaced", sorted(n for n in started if n in replaced)),
-        ("renamed", sorted(f"{renames[n]} -> {n}" for n in started if n in renames)),
-        ("updated", sorted(applied.updated)),
-        ("stopped", sorted(applied.stopped)),
-        ("failed", sorted(applied.failed)),
-    )
-    for verb, names in groups:
-        if names:
-            parts.append(f"{verb} {', '.join(names)}")
-    return "; ".join(parts) or "nothing changed"
 
 
 def resync_seconds(cfg: settings.Settings) -> float:

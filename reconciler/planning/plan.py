@@ -86,7 +86,7 @@ class Plan:
         error_files: the monitor and overlay files with at least one error (sorted);
             ``plan`` exits 1 when there is one (Terraform: errors -> 1).
         settings_digest: the digest of the monitors.toml the plan was made with
-            (``daemon.client.settings_digest``); empty when not known.
+            (``client.control.settings_digest``); empty when not known.
     """
 
     changes: tuple[Change, ...]

@@ -1,6 +1,6 @@
 """Render the operator views (``list``, ``view``, ``runs``, ``logs``) as text or JSON.
 
-Input is the JSON-ready data of ``daemon.views``; nothing is computed here.
+Input is the JSON-ready data of ``client.views``; nothing is computed here.
 """
 
 from __future__ import annotations

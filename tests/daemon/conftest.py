@@ -147,7 +147,7 @@ def daemons(repo: Repo) -> Iterator[Callable[..., Daemon]]:
 def detached(repo: Repo) -> Iterator[Repo]:
     """``repo``; a daemon that ``apply`` started detached is stopped at the end
     (``monitors stop``'s core, then SIGKILL if it did not let go of the lock)."""
-    from reconciler.daemon import stopper
+    from reconciler.client import stopper
 
     yield repo
     done = stopper.stop(repo.state, wait=WAIT)

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
+from reconciler import snapshot
+from reconciler.client import control as client
 from reconciler.config import overlays
-from reconciler.daemon import client, snapshot
 from reconciler.model import Pause
 from tests.conftest import Repo
 from tests.daemon.conftest import Daemon, monitor_yaml, wait_for

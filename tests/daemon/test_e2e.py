@@ -125,13 +125,15 @@ def test_control_socket_is_private_and_answers(repo: Repo,
                                                daemons: Callable[..., Daemon]) -> None:
     repo.write("monitors.d/one.yml", monitor_yaml("one", "[echo, one]"))
     d = daemons().start()
-    from reconciler.daemon import client, control
+    from reconciler.client import control as client
+    from reconciler.daemon import protocol
 
-    sock = Path(control.connect_path(repo.state))
+    sock = Path(protocol.connect_path(repo.state))
     assert stat.S_IMODE(os.stat(sock).st_mode) == 0o600
-    status = client.request(repo.state, "status")
+    status = client.status(repo.state)
+    assert status is not None
     assert status["running"] == ["one"] and status["device"] == "test-box"
-    result = client.request(repo.state, "evaluate-now", names=["one"], timeout=30)
+    result = client.evaluate_now(repo.state, protocol.EvaluateNow(names=("one",)), timeout=30)
     assert result["results"]["one"]["status"] == "ok"
     wait_for(lambda: d.liveness("one").get("checkCount", 0) >= 1, what="poll", log=d.log)
     assert d.stop() == 0
@@ -169,10 +171,12 @@ def test_sigkill_while_firing_then_restart(repo: Repo, daemons: Callable[..., Da
     wait_for(lambda: "v6" in {f["event"]["signature"].strip() for f in again.fires("counter")},
              what="v6 fired once", log=again.log)
     # three more polls, now, through the control API; then count: every value fired once
-    from reconciler.daemon import client
+    from reconciler.client import control as client
+    from reconciler.daemon import protocol
 
     for _ in range(3):
-        polled = client.request(repo.state, "evaluate-now", names=["counter"], timeout=30)
+        polled = client.evaluate_now(repo.state, protocol.EvaluateNow(names=("counter",)),
+                                     timeout=30)
         assert polled["results"]["counter"]["status"] == "ok"
     signatures = [f["event"]["signature"].strip() for f in again.fires("counter")]
     assert sorted(signatures) == sorted(set(signatures)), signatures

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler import settings
-from reconciler.daemon import client
+from reconciler.daemon import protocol
 from tests.conftest import Repo
 from tests.daemon.conftest import WAIT, Daemon, monitor_yaml, read_json, wait_for
 
@@ -29,7 +29,7 @@ def _raw(state: Path, line: bytes) -> dict[str, Any]:
     """Send one raw control request line; return the decoded reply."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(WAIT)
-        sock.connect(client.connect_path(state))
+        sock.connect(protocol.connect_path(state))
         sock.sendall(line + b"\n")
         data = b""
         while not data.endswith(b"\n"):
@@ -57,7 +57,7 @@ def test_plan_and_apply_refuse_a_daemon_running_other_settings(
     pid = d.proc.pid
     status = _raw(repo.state, b'{"op": "status"}')
     cfg = settings.load(root=repo.root, state_dir=repo.state, device="test-box")
-    assert status["settingsDigest"] == client.settings_digest(cfg)
+    assert status["settingsDigest"] == protocol.settings_digest(cfg)
     assert d.cli("plan").returncode == 0
     generation = _generation(repo)
 

@@ -1,14 +1,17 @@
 """Shared helpers for engine tests: monitors from dicts, a recording dispatcher, a
-loopback HTTP server."""
+loopback HTTP server, a fake clock."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import heapq
 import http.server
+import itertools
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -46,6 +49,69 @@ async def until(pred: Callable[[], bool], timeout: float = 10.0, step: float = 0
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout}s")
         await asyncio.sleep(step)
+
+
+class FakeClock:
+    """A ``daemon.clock.Clock`` whose time moves only when advanced: timing tests of the
+    scheduler and the engine run on it instead of sleeping through intervals.
+
+    ``advance`` wakes the sleepers due in order (each sees its own due time);
+    ``driving`` advances in small steps in the background (virtual time then runs
+    about ``step / pause`` times faster than real time, in order), for code that
+    waits with real timeouts (``wait_first_poll``) or does I/O in worker threads.
+    """
+
+    def __init__(self, *, start: float = 1000.0, wall: float = 1_750_000_000.0) -> None:
+        self.now = start
+        self._wall_offset = wall - start
+        self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._seq = itertools.count()
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def time(self) -> float:
+        return self.now + self._wall_offset
+
+    async def sleep(self, seconds: float) -> None:
+        if seconds <= 0:
+            await asyncio.sleep(0)
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._sleepers, (self.now + seconds, next(self._seq), fut))
+        await fut
+
+    async def advance(self, seconds: float) -> None:
+        """Move time ``seconds`` forward, waking each sleeper at its due time, in order."""
+        target = self.now + seconds
+        for _ in range(3):  # tasks created meanwhile start sleeping first
+            await asyncio.sleep(0)
+        while self._sleepers and self._sleepers[0][0] <= target:
+            due, _, fut = heapq.heappop(self._sleepers)
+            if fut.done():  # cancelled
+                continue
+            self.now = max(self.now, due)
+            fut.set_result(None)
+            for _ in range(3):  # let the woken task (and what it wakes) run
+                await asyncio.sleep(0)
+        self.now = max(self.now, target)
+
+    @contextlib.asynccontextmanager
+    async def driving(self, step: float = 0.02, pause: float = 0.002) -> AsyncIterator[None]:
+        """Advance ``step`` seconds every ``pause`` real seconds while the block runs."""
+
+        async def drive() -> None:
+            while True:
+                await self.advance(step)
+                await asyncio.sleep(pause)
+
+        task = asyncio.get_running_loop().create_task(drive())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
 
 def free_port() -> int:

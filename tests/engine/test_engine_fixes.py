@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from reconciler.actions import dispatch, options
-from reconciler.daemon import evaluator
+from reconciler.daemon import evaluator, polls
 from reconciler.sources.context import SourceContext
 from reconciler.state import store as store_mod
 from tests.conftest import Repo, run_cli
-from tests.engine.helpers import Recorder, monitor, until
+from tests.engine.helpers import FakeClock, Recorder, monitor, until
 
 SPINNER = "{% for i in range(9999) %}{% for j in range(9999) %}{% endfor %}{% endfor %}done"
 
@@ -38,12 +38,15 @@ def test_first_check_reaches_liveness_at_once_later_checks_coalesced(tmp_path: P
     async def go() -> None:
         ctx = SourceContext.create(store=store)
         # A flush interval far longer than the test: only the first-check flush writes.
-        engine = evaluator.Engine(store, Recorder(), ctx=ctx, flush_interval=3600)
+        clock = FakeClock()  # the 500ms intervals pass in virtual time
+        engine = evaluator.Engine(store, Recorder(), ctx=ctx, flush_interval=3600, clock=clock)
+        driving = clock.driving()
+        await driving.__aenter__()  # until the engine is closed
         try:
             await engine.start(m)
             await engine.start(bad)
             first = await engine.wait_first_poll(["live", "bad"], 10)
-            assert first["live"] == evaluator.FirstPoll(True)
+            assert first["live"] == polls.FirstPoll(True)
             assert first["bad"] is not None and not first["bad"].ok
             # What `apply` reports is what `list` reads, right away.
             assert (on_disk(state, "live") or {}).get("checkCount") == 1
@@ -62,6 +65,7 @@ def test_first_check_reaches_liveness_at_once_later_checks_coalesced(tmp_path: P
         finally:
             await engine.close()
             await ctx.aclose()
+            await driving.__aexit__(None, None, None)
 
     asyncio.run(go())
 
@@ -99,10 +103,13 @@ def test_missing_shell_command_counts_consecutive_errors(tmp_path: Path) -> None
 
     async def go() -> None:
         ctx = SourceContext.create(store=store)
-        engine = evaluator.Engine(store, Recorder(), ctx=ctx, flush_interval=0.1)
+        clock = FakeClock()  # the 500ms intervals pass in virtual time
+        engine = evaluator.Engine(store, Recorder(), ctx=ctx, flush_interval=0.1, clock=clock)
         try:
-            await engine.start(m)
-            await until(lambda: (store.liveness("gone") or {}).get("consecutiveErrors", 0) >= 3)
+            async with clock.driving():
+                await engine.start(m)
+                await until(
+                    lambda: (store.liveness("gone") or {}).get("consecutiveErrors", 0) >= 3)
         finally:
             await engine.close()
             await ctx.aclose()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections.abc import Iterator
@@ -12,13 +13,14 @@ from typing import Any
 import pytest
 
 from reconciler import errors
-from reconciler.daemon import evaluator
+from reconciler.daemon import evaluator, polls
+from reconciler.daemon.clock import REAL, Clock
 from reconciler.events import Event
 from reconciler.model import Monitor, Observation
 from reconciler.sources import poll as poll_source
 from reconciler.sources.context import SourceContext
 from reconciler.state import store as store_mod
-from tests.engine.helpers import Recorder, monitor, until
+from tests.engine.helpers import FakeClock, Recorder, monitor, until
 
 
 class Scripted:
@@ -33,14 +35,16 @@ class Scripted:
         self.active: dict[str, int] = {}
         self.max_active: dict[str, int] = {}
 
+    clock: Clock = REAL  # the engine's (``Env`` sets its fake clock)
+
     async def observe(self, m: Monitor, ctx: SourceContext) -> Observation:
         name = m.name
-        self.calls.setdefault(name, []).append(time.monotonic())
+        self.calls.setdefault(name, []).append(self.clock.monotonic())
         self.active[name] = self.active.get(name, 0) + 1
         self.max_active[name] = max(self.max_active.get(name, 0), self.active[name])
         try:
             if self.delay.get(name):
-                await asyncio.sleep(self.delay[name])
+                await self.clock.sleep(self.delay[name])
             queue = self.script.get(name) or []
             item = queue.pop(0) if queue else self.last.get(name, "idle")
             self.last[name] = item
@@ -63,23 +67,36 @@ def pm(name: str = "m", interval: str = "1s", **kw: Any) -> Monitor:
 
 
 class Env:
+    """An engine on a temp store and a fake clock driven in the background (intervals
+    pass in virtual time: no test here sleeps through them)."""
+
     def __init__(self, tmp: Path, guard: Any = None, rec: Recorder | None = None) -> None:
         self.store = store_mod.Store(tmp / "state")
         self.rec = rec or Recorder()
         self.guard = guard
+        self.clock = FakeClock()
         self.ctx: SourceContext | None = None
         self.engine: evaluator.Engine | None = None
+        self._driving: contextlib.AbstractAsyncContextManager[None] | None = None
 
     async def __aenter__(self) -> evaluator.Engine:
+        scripted = getattr(poll_source.observe, "__self__", None)  # the ``scripted`` fixture
+        if isinstance(scripted, Scripted):
+            scripted.clock = self.clock
         self.ctx = SourceContext.create(store=self.store)
         self.engine = evaluator.Engine(self.store, self.rec, ctx=self.ctx, guard=self.guard,
-                                       flush_interval=0.1)
+                                       flush_interval=0.1, clock=self.clock)
+        self._driving = self.clock.driving()
+        await self._driving.__aenter__()
         return self.engine
 
     async def __aexit__(self, *exc: object) -> None:
-        assert self.engine is not None and self.ctx is not None
-        await self.engine.close()
-        await self.ctx.aclose()
+        assert self.engine is not None and self.ctx is not None and self._driving is not None
+        try:
+            await self.engine.close()
+            await self.ctx.aclose()
+        finally:
+            await self._driving.__aexit__(None, None, None)
 
 
 def checks(store: store_mod.Store, name: str = "m") -> int:
@@ -104,7 +121,7 @@ def test_baseline_then_fire_is_durable_before_dispatch(tmp_path: Path, scripted:
         async with env as engine:
             await engine.start(pm(interval="500ms"))
             first = await engine.wait_first_poll(["m"], 5)
-            assert first == {"m": evaluator.FirstPoll(True)}
+            assert first == {"m": polls.FirstPoll(True)}
             await until(lambda: len(env.rec.events) == 1)
 
     asyncio.run(go())
@@ -252,7 +269,7 @@ def test_corrupt_state_quarantined_then_fresh_baseline(tmp_path: Path, scripted:
     async def go() -> None:
         async with env as engine:
             await engine.start(pm())
-            assert (await engine.wait_first_poll(["m"], 5))["m"] == evaluator.FirstPoll(True)
+            assert (await engine.wait_first_poll(["m"], 5))["m"] == polls.FirstPoll(True)
 
     asyncio.run(go())
     assert env.rec.events == []
@@ -356,7 +373,7 @@ def test_poll_once_fires_and_dispatches(tmp_path: Path, scripted: Scripted) -> N
     env = Env(tmp_path)
     m = pm(condition={"mode": "match", "match": "fail"})
 
-    async def go() -> evaluator.PollResult:
+    async def go() -> polls.PollResult:
         async with env as engine:
             return await engine.poll_once(m)
 
@@ -384,7 +401,7 @@ def test_first_polls_spread_when_many_start(tmp_path: Path, scripted: Scripted) 
     assert span > 0.8  # 400 starts at 200/s: spread over ~2 s, not one burst
     first_100ms = sum(1 for t in firsts if t - firsts[0] < 0.1)
     assert first_100ms < n / 4
-    assert evaluator.offset_fraction("m1") == evaluator.offset_fraction("m1")
+    assert polls.offset_fraction("m1") == polls.offset_fraction("m1")
 
 
 def test_command_stream_evaluated_and_killed_on_stop(tmp_path: Path) -> None:
@@ -397,7 +414,7 @@ def test_command_stream_evaluated_and_killed_on_stop(tmp_path: Path) -> None:
     async def go() -> None:
         async with env as engine:
             await engine.start(m)
-            assert (await engine.wait_first_poll(["c"], 5))["c"] == evaluator.FirstPoll(True)
+            assert (await engine.wait_first_poll(["c"], 5))["c"] == polls.FirstPoll(True)
             await until(lambda: len(env.rec.events) == 1)
             await engine.stop("c")
 
@@ -468,3 +485,36 @@ def test_http_polls_in_flight_are_capped(tmp_path: Path) -> None:
     with http_server({"/slow": slow}) as base:
         asyncio.run(go())
     assert state["total"] >= 6 and state["max"] == 2
+
+
+def test_polls_follow_the_engines_clock_not_real_time(tmp_path: Path, scripted: Scripted
+                                                      ) -> None:
+    """A 30 s interval polls once per 30 s of the engine's clock (a fake one here, moved
+    by hand): the first poll right after start, the next exactly one interval later."""
+    store = store_mod.Store(tmp_path / "state")
+    clock = FakeClock()
+    scripted.clock = clock
+
+    async def go() -> list[float]:
+        ctx = SourceContext.create(store=store)
+        engine = evaluator.Engine(store, Recorder(), ctx=ctx, flush_interval=0, clock=clock)
+        start = clock.monotonic()
+        try:
+            await engine.start(pm(interval="30s"))
+            await clock.advance(0.01)  # the first poll's start-up offset (< 5 ms here)
+            await engine.wait_first_poll(["m"], 5)  # done: its writes are not in flight
+            await clock.advance(29.0)
+            assert len(scripted.calls["m"]) == 1
+            await clock.advance(1.0)
+            await until(lambda: (store.liveness("m") or {}).get("checkCount") == 2)
+            return [t - start for t in scripted.calls["m"]]
+        finally:
+            await engine.close()
+            await ctx.aclose()
+
+    first, second = asyncio.run(asyncio.wait_for(go(), 10))
+    assert 0 <= first < 0.01
+    assert second - first == pytest.approx(30.0)
+    live = store.liveness("m") or {}
+    assert live.get("checkCount") == 2
+    assert live.get("lastCheckedAt") == pytest.approx(1_750_000_000.0 + second)  # clock.time()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from reconciler.daemon.scheduler import Scheduler
+from tests.engine.helpers import FakeClock
 
 
 def test_order_cancel_replace() -> None:
@@ -59,3 +60,28 @@ def test_rescheduling_in_callback_does_not_delay_earlier_keys() -> None:
         return fired["second"]
 
     assert asyncio.run(go()) < 0.5
+
+
+def test_scheduler_runs_on_the_injected_clock() -> None:
+    """Due times are the clock's: a key due in 30 s fires when the (fake) clock says so,
+    not after 30 real seconds, and not a moment before."""
+
+    async def go() -> list[tuple[str, float]]:
+        clock = FakeClock()
+        seen: list[tuple[str, float]] = []
+        s: Scheduler[str] = Scheduler(lambda key, due: seen.append((key, clock.monotonic())),
+                                      clock=clock)
+        start = clock.monotonic()
+        s.schedule("late", start + 30.0)
+        s.schedule("soon", start + 1.0)
+        await clock.advance(0.999)
+        assert seen == []
+        await clock.advance(0.001)
+        assert seen == [("soon", start + 1.0)]
+        await clock.advance(28.9)
+        assert [k for k, _ in seen] == ["soon"]
+        await clock.advance(0.2)
+        s.close()
+        return [(k, t - start) for k, t in seen]
+
+    assert asyncio.run(asyncio.wait_for(go(), 5)) == [("soon", 1.0), ("late", 30.0)]

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from reconciler.client import control as client
 from reconciler.conditions.spec import Condition
-from reconciler.daemon import client
+from reconciler.daemon import protocol
 from reconciler.model import Fingerprint, Monitor, MonitorName, RateLimit, Scope
 from reconciler.planning import diff
 from reconciler.settings import Settings
@@ -187,7 +188,7 @@ def _cfg(tmp_path: Path, *, device: str = "vm", toml: dict[str, object] | None =
 def test_settings_mismatch_names_what_differs(tmp_path: Path) -> None:
     started = _cfg(tmp_path, toml={"device": "vm"})
     status = {"ok": True, "pid": 42, "device": "vm", "root": str(tmp_path),
-              "settingsDigest": client.settings_digest(started)}
+              "settingsDigest": protocol.settings_digest(started)}
     assert client.settings_mismatch(started, status) is None
     assert client.settings_mismatch(started, None) is None
     edited = _cfg(tmp_path, device="otherbox", toml={"device": "otherbox"})
@@ -209,4 +210,4 @@ def test_settings_digest_ignores_key_order_and_sees_values(tmp_path: Path) -> No
     a = _cfg(tmp_path, toml={"device": "vm", "daemon": {"resync": "60s"}})
     b = _cfg(tmp_path, toml={"daemon": {"resync": "60s"}, "device": "vm"})
     c = _cfg(tmp_path, toml={"daemon": {"resync": "61s"}, "device": "vm"})
-    assert client.settings_digest(a) == client.settings_digest(b) != client.settings_digest(c)
+    assert protocol.settings_digest(a) == protocol.settings_digest(b) != protocol.settings_digest(c)

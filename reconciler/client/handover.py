@@ -26,12 +26,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reconciler import errors, settings
-from reconciler.daemon import client, snapshot
+from reconciler import errors, settings, snapshot
+from reconciler.client import control as client
+from reconciler.daemon import protocol
 from reconciler.model import MonitorName
 from reconciler.planning import plan as plan_mod
 from reconciler.planning import saved as saved_mod
 from reconciler.planning.diff import ChangeKind
+from reconciler.state import direrrors
 from reconciler.state import registry as registry_mod
 
 REQUEST_SLACK = 30.0
@@ -56,7 +58,7 @@ def current_plan(cfg: settings.Settings, *, allow_mass_stop: bool = False) -> pl
         client.SettingsMismatch: the running daemon runs with other settings
             (``client.settings_mismatch``).
     """
-    with client.state_errors(cfg.state_dir):
+    with direrrors.state_errors(cfg.state_dir):
         status = client.status(cfg.state_dir)
         reg = registry_mod.load(cfg.state_dir)
         last_good = {n: e.monitor for n, e in reg.entries.items()}
@@ -72,7 +74,7 @@ def current_plan(cfg: settings.Settings, *, allow_mass_stop: bool = False) -> pl
         daemon_pid=status.get("pid") if status else None, generation=generation,
         digest=snap.digest, commit=snap.commit, dirty=snap.dirty, problems=tuple(snap.problems),
         created_at=snapshot.now_iso(), root=cfg.root, error_files=tuple(snap.error_files),
-        settings_digest=client.settings_digest(cfg))
+        settings_digest=protocol.settings_digest(cfg))
     return plan_mod.make(snap.desired, running, basis, allow_mass_stop=allow_mass_stop)
 
 
@@ -231,7 +233,7 @@ def apply(
         return report
     if not plan.daemon_running:
         tell(Step.STARTING)
-        with client.state_errors(cfg.state_dir):
+        with direrrors.state_errors(cfg.state_dir):
             report.started_daemon = client.start_detached(cfg)
         tell(Step.STARTED, pid=report.started_daemon)
     # the daemon that gets the plan (ours, or one started meanwhile) runs our settings
@@ -241,8 +243,8 @@ def apply(
     waited = [c.name for c in plan.changes
               if c.action in (ChangeKind.START, ChangeKind.REPLACE, ChangeKind.RENAME)]
     tell(Step.HANDING, pid=pid)
-    reply = client.request(cfg.state_dir, "reconcile", timeout=REQUEST_SLACK, wait=0,
-                           names=waited, allowMassStop=allow_mass_stop)
+    reply = client.reconcile(cfg.state_dir, protocol.Reconcile(
+        wait=0, names=tuple(waited), allow_mass_stop=allow_mass_stop), timeout=REQUEST_SLACK)
     report.generation = reply.get("generation")
     applied = reply.get("applied") or {}
     failed: dict[str, str] = applied.get("failed") or {}
@@ -262,11 +264,11 @@ def apply(
             report.monitors.append(MonitorReport(name, "update", "updated", change.reason))
         else:
             poll = polls.get(name)
-            status = str((poll or {}).get("status") or "pending")
+            status = str(poll["status"] if poll else "pending")
             if status == "ok":
                 detail = "first poll ok"
             elif status == "failed":
-                detail = f"first poll failed: {(poll or {}).get('error')}"
+                detail = f"first poll failed: {poll['error'] if poll else None}"
             elif status != "pending":
                 detail = status
             else:
@@ -278,7 +280,8 @@ def apply(
 
 def _first_polls(cfg: settings.Settings, names: Sequence[str], *, wait: float,
                  clock: Callable[[], float], allow_mass_stop: bool,
-                 tell: Callable[[tuple[str, ...], float], None]) -> dict[str, dict[str, Any]]:
+                 tell: Callable[[tuple[str, ...], float], None]
+                 ) -> dict[str, protocol.PollResult]:
     """name -> ``{"status", "error"}`` for the running ones of ``names`` (a name left out
     is not running), waiting up to ``wait`` seconds in ``POLL_STEP`` steps and telling
     the still pending ones after each step.
@@ -286,23 +289,24 @@ def _first_polls(cfg: settings.Settings, names: Sequence[str], *, wait: float,
     Raises:
         errors.PlanError: the daemon could not be reached or answered with an error.
     """
-    polls: dict[str, dict[str, Any]] = {}
+    polls: dict[str, protocol.PollResult] = {}
     pending = list(names)
     began = clock()
     while pending:
         left = max(0.0, wait - (clock() - began))
         step = min(left, POLL_STEP)
         try:
-            reply = client.request(cfg.state_dir, "first-polls", timeout=step + REQUEST_SLACK,
-                                   wait=step, names=pending)
+            answered = client.first_polls(
+                cfg.state_dir, protocol.FirstPolls(names=tuple(pending), wait=step),
+                timeout=step + REQUEST_SLACK).get("firstPolls") or {}
         except errors.PlanError as e:
             if "unknown op" not in str(e):
                 raise
             # a daemon of an older version: hand over again, and wait in one go
-            reply = client.request(cfg.state_dir, "reconcile", timeout=left + REQUEST_SLACK,
-                                   wait=left, names=pending, allowMassStop=allow_mass_stop)
+            answered = client.reconcile(cfg.state_dir, protocol.Reconcile(
+                wait=left, names=tuple(pending), allow_mass_stop=allow_mass_stop),
+                timeout=left + REQUEST_SLACK).get("firstPolls") or {}
             left = 0.0
-        answered: dict[str, dict[str, Any]] = reply.get("firstPolls") or {}
         polls.update(answered)
         pending = [n for n in pending
                    if n in answered and answered[n].get("status") == "pending"]

@@ -1,96 +1,47 @@
-"""The CLI side of the control API (``daemon.control``): requests, and starting the daemon.
+"""The CLI side of the control API (``daemon.protocol``): requests, and starting the daemon.
 
-Blocking sockets only (the CLI has no event loop). ``request`` raises
-``errors.PlanError`` with what to do next when no daemon answers.
-``state_errors`` turns an ``OSError`` on a path in the state directory (read-only,
-not a directory, full) into one ``errors.StateError`` line.
+Blocking sockets only (the CLI has no event loop). ``request`` sends one typed
+request (``protocol.Request``) and returns the reply; ``status``, ``reconcile``,
+``first_polls``, ``evaluate_now`` and ``clear_autopause`` give typed replies. They
+raise ``errors.PlanError`` with what to do next when no daemon answers.
+``state_errors`` (``state.direrrors``) turns an ``OSError`` on a path in the state
+directory (read-only, not a directory, full) into one ``errors.StateError`` line.
 
 The daemon reads monitors.toml at start and on SIGHUP (``daemon.reload``).
 ``settings_mismatch`` compares the settings of this command with
 those of the running daemon (its ``status``: ``device``, ``root`` and
-``settingsDigest``, the ``settings_digest`` of the monitors.toml it runs with), so
+``settingsDigest``, the ``protocol.settings_digest`` of the monitors.toml it runs with), so
 ``plan``, ``apply`` and ``list`` never plan or report for settings the daemon
 does not run with.
 """
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import hashlib
 import json
 import os
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from reconciler import atomic, errors, settings
-from reconciler.state import lock
+from reconciler.daemon import protocol, startreport
+from reconciler.state import direrrors, lock
 
 LOG_FILE = "daemon.log"
-SOCKET_NAME = "control.sock"
 START_TIMEOUT = 15.0
-
-
-def state_error(state_dir: Path, e: OSError, *, doing: str = "") -> errors.StateError:
-    """One line for an ``OSError`` met in ``state_dir``: the file, what failed, what to do."""
-    where = e.filename if e.filename else state_dir
-    what = f"cannot {doing}: " if doing else ""
-    if e.errno in (errno.ENOSPC, errno.EDQUOT):
-        return errors.StateError(f"{where}: {what}{lock.describe(e)}")
-    return errors.StateError(
-        f"{where}: {what}{e.strerror or e}; the state directory {state_dir} must be a "
-        "writable directory (choose another with --state-dir or MONITORS_STATE_DIR)")
-
-
-def _below(path: object, state_dir: Path) -> bool:
-    if not isinstance(path, str | bytes | os.PathLike):
-        return False
-    text = os.path.abspath(os.fsdecode(path))
-    base = os.path.abspath(state_dir)
-    return text == base or text.startswith(base.rstrip(os.sep) + os.sep)
-
-
-@contextlib.contextmanager
-def state_errors(state_dir: Path) -> Iterator[None]:
-    """Re-raise an ``OSError`` on a path in (or of) ``state_dir`` as ``errors.StateError``.
-
-    Other ``OSError``s pass through unchanged.
-    """
-    try:
-        yield
-    except OSError as e:
-        if _below(e.filename, state_dir) or _below(getattr(e, "filename2", None), state_dir):
-            raise state_error(state_dir, e) from e
-        raise
-
-
-def socket_path(state_dir: Path) -> Path:
-    """``<state>/control.sock`` (may be a symlink to a private socket; see ``daemon.control``)."""
-    return state_dir / SOCKET_NAME
-
-
-def connect_path(state_dir: Path) -> str:
-    """The path a client connects to (the symlink's target for long state paths)."""
-    path = socket_path(state_dir)
-    try:
-        if path.is_symlink():
-            return os.readlink(path)
-    except OSError:  # vanished or unreadable: connecting to the link itself then fails
-        pass
-    return str(path)
 
 
 class NotRunning(errors.PlanError):
     """No daemon answers on the state directory's control socket."""
 
 
-def request(state_dir: Path, op: str, *, timeout: float = 10.0, **args: Any) -> dict[str, Any]:
-    """Send one request and return the daemon's reply object.
+def request(state_dir: Path, req: protocol.Request, *, timeout: float = 10.0
+            ) -> dict[str, Any]:
+    """Send one request and return the daemon's reply object (an ``ok`` one).
 
     Args:
         timeout: seconds for connect + reply (add any ``wait`` the request asks for).
@@ -99,8 +50,9 @@ def request(state_dir: Path, op: str, *, timeout: float = 10.0, **args: Any) -> 
         NotRunning: no daemon listens (no socket, or connection refused).
         errors.PlanError: the daemon answered ``ok: false`` or with garbage, or timed out.
     """
-    path = connect_path(state_dir)
-    body = json.dumps({"op": op, **args}).encode() + b"\n"
+    op = req.op
+    path = protocol.connect_path(state_dir)
+    body = json.dumps(protocol.encode(req)).encode() + b"\n"
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(timeout)
         try:
@@ -135,34 +87,47 @@ def request(state_dir: Path, op: str, *, timeout: float = 10.0, **args: Any) -> 
     return reply
 
 
-def status(state_dir: Path, *, timeout: float = 5.0) -> dict[str, Any] | None:
+def status(state_dir: Path, *, timeout: float = 5.0) -> protocol.StatusReply | None:
     """The daemon's ``status`` reply, or None when no daemon is running here."""
     if not lock.is_locked(state_dir):
         return None
     try:
-        return request(state_dir, "status", timeout=timeout)
+        return cast(protocol.StatusReply, request(state_dir, protocol.Status(), timeout=timeout))
     except NotRunning:
         return None
 
 
-def settings_digest(cfg: settings.Settings) -> str:
-    """``sha256:`` over the canonical JSON of the parsed monitors.toml (``cfg.toml``).
-
-    Comments, blank lines and key order do not change it; any value does (TOML
-    dates are hashed as their ISO text). The daemon reports the digest of the
-    monitors.toml it loaded at start in ``status`` as ``settingsDigest``.
-    """
-    body = json.dumps(dict(cfg.toml), sort_keys=True, separators=(",", ":"),
-                      ensure_ascii=False, default=str).encode()
-    return "sha256:" + hashlib.sha256(body).hexdigest()
+def reconcile(state_dir: Path, req: protocol.Reconcile, *, timeout: float
+              ) -> protocol.ReconcileReply:
+    """Hand a reconcile to the daemon; its ``reconcile`` reply (``request``'s errors)."""
+    return cast(protocol.ReconcileReply, request(state_dir, req, timeout=timeout))
 
 
-def settings_mismatch(cfg: settings.Settings, status: dict[str, Any] | None) -> str | None:
+def first_polls(state_dir: Path, req: protocol.FirstPolls, *, timeout: float
+                ) -> protocol.FirstPollsReply:
+    """Ask for first polls; the daemon's ``first-polls`` reply (``request``'s errors)."""
+    return cast(protocol.FirstPollsReply, request(state_dir, req, timeout=timeout))
+
+
+def evaluate_now(state_dir: Path, req: protocol.EvaluateNow, *, timeout: float = 10.0
+                 ) -> protocol.EvaluateNowReply:
+    """Poll running monitors now; the daemon's ``evaluate-now`` reply (``request``'s errors)."""
+    return cast(protocol.EvaluateNowReply, request(state_dir, req, timeout=timeout))
+
+
+def clear_autopause(state_dir: Path, name: str, *, timeout: float = 10.0
+                    ) -> protocol.ClearAutopauseReply:
+    """Clear ``name``'s auto-pause in the daemon; its reply (``request``'s errors)."""
+    return cast(protocol.ClearAutopauseReply,
+                request(state_dir, protocol.ClearAutopause(name=name), timeout=timeout))
+
+
+def settings_mismatch(cfg: settings.Settings, status: Mapping[str, Any] | None) -> str | None:
     """Why the running daemon (its ``status`` reply) runs with settings other than ``cfg``,
     or None when they agree or no daemon runs (``status`` None).
 
     Compares the device, the repository root and, when the daemon reports one,
-    ``settingsDigest`` against ``settings_digest(cfg)``. The answer is one line:
+    ``settingsDigest`` against ``protocol.settings_digest(cfg)``. The answer is one line:
     ``the daemon runs with other settings (device vm; monitors.toml changed since it
     started): restart it (`monitors stop`, then `monitors apply`) to use them (daemon pid 12)``.
     """
@@ -176,7 +141,7 @@ def settings_mismatch(cfg: settings.Settings, status: dict[str, Any] | None) -> 
     if isinstance(root, str) and root and os.path.realpath(root) != os.path.realpath(cfg.root):
         what.append(f"root {root}")
     digest = status.get("settingsDigest")
-    if isinstance(digest, str) and digest != settings_digest(cfg):
+    if isinstance(digest, str) and digest != protocol.settings_digest(cfg):
         what.append(f"{settings.SETTINGS_FILE} changed since it started")
     if not what:
         return None
@@ -190,7 +155,7 @@ class SettingsMismatch(errors.PlanError):
     """The running daemon runs with other settings than this command (``settings_mismatch``)."""
 
 
-def check_settings(cfg: settings.Settings, status: dict[str, Any] | None) -> None:
+def check_settings(cfg: settings.Settings, status: Mapping[str, Any] | None) -> None:
     """Raise ``SettingsMismatch`` when ``settings_mismatch(cfg, status)`` finds a difference.
 
     Raises:
@@ -226,9 +191,7 @@ def start_detached(cfg: settings.Settings, *, timeout: float = START_TIMEOUT) ->
         log_file = os.fdopen(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT
                                      | os.O_CLOEXEC, atomic.FILE_MODE), "ab")
     except OSError as e:
-        raise state_error(cfg.state_dir, e, doing="write the daemon log") from e
-    from reconciler.daemon import startreport
-
+        raise direrrors.state_error(cfg.state_dir, e, doing="write the daemon log") from e
     report_fd, child_fd = startreport.pipe()
     try:
         with log_file:

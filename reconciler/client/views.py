@@ -11,11 +11,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from reconciler import errors, settings
+from reconciler import errors, settings, snapshot
+from reconciler.client import control as client
 from reconciler.conditions import registry as condition_registry
 from reconciler.conditions.spec import Condition
-from reconciler.daemon import client, snapshot
 from reconciler.model import Monitor, MonitorName
+from reconciler.state import direrrors
 from reconciler.state import registry as registry_mod
 
 
@@ -102,7 +103,7 @@ def rows(cfg: settings.Settings) -> dict[str, Any]:
         ``{"device", "daemon": {"running", "pid", "generation"}, "problems": [lines],
         "monitors": [row, ...]}`` sorted by name.
     """
-    with client.state_errors(cfg.state_dir):
+    with direrrors.state_errors(cfg.state_dir):
         return _rows(cfg)
 
 

@@ -1,0 +1,73 @@
+"""The daemon's collaborators, built once at start: store, dispatcher, guards, sources, engine.
+
+``build`` refuses an untrusted monitors.toml that defines agents or routines
+(``config.trust``), then wires the parts together: the guards notify through the
+dispatcher, the engine polls through the source context and fires through the
+dispatcher, the supervisor starts and stops evaluators on the engine. The heavy
+runtime modules (httpx, jinja2, apprise) are imported here, at start, not when
+the daemon package is imported. No reconcile logic here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from reconciler import errors, redaction, settings, snapshot
+from reconciler.daemon import supervisor
+from reconciler.state import registry as registry_mod
+
+if TYPE_CHECKING:
+    from reconciler.actions import dispatch, guards
+    from reconciler.daemon import evaluator
+    from reconciler.sources.context import SourceContext
+    from reconciler.state import store as store_mod
+
+
+@dataclass(slots=True)
+class Parts:
+    """What one daemon runs with (``build``); ``ctx.settings``/``ctx.fleet`` follow SIGHUP."""
+
+    store: store_mod.Store
+    dispatcher: dispatch.Dispatcher
+    guard: guards.Guards
+    ctx: SourceContext
+    engine: evaluator.Engine
+    supervisor: supervisor.Supervisor
+
+
+def build(cfg: settings.Settings, registry: registry_mod.Registry, *,
+          redactor: redaction.Redactor, on_autopause: Callable[[str], None]) -> Parts:
+    """Build the parts for ``cfg``; the supervisor keeps ``registry`` up to date.
+
+    Args:
+        redactor: shared by sources, engine, dispatcher and the log.
+        on_autopause: called with a monitor's name when the rate limit auto-pauses it.
+
+    Raises:
+        errors.ConfigError: monitors.toml is not trusted (``config.trust``) or an action
+            section of it is invalid.
+    """
+    from reconciler import fleet
+    from reconciler.actions import dispatch, guards
+    from reconciler.config import trust
+    from reconciler.daemon import evaluator
+    from reconciler.sources.context import SourceContext
+    from reconciler.state import store as store_mod
+
+    toml_path = cfg.root / settings.SETTINGS_FILE
+    unsafe = trust.settings_problem(cfg.toml, toml_path, root=cfg.root)
+    if unsafe:  # its agents and routines would run what another user wrote
+        raise errors.ConfigError(f"{toml_path}: {unsafe}")
+    store = store_mod.Store(cfg.state_dir)
+    dispatcher = dispatch.build(store, cfg.toml, state_dir=cfg.state_dir, root=cfg.root,
+                                redactor=redactor)
+    guard = guards.build(store, dispatcher)
+    guard.on_autopause = on_autopause
+    ctx = SourceContext.create(store=store, fleet=fleet.load(cfg.fleet_file),
+                                       settings=cfg, redactor=redactor)
+    engine = evaluator.Engine(store, dispatcher, ctx=ctx, guard=guard)
+    return Parts(store=store, dispatcher=dispatcher, guard=guard, ctx=ctx, engine=engine,
+                 supervisor=supervisor.Supervisor(engine, store, registry,
+                                                  now=snapshot.now_iso))

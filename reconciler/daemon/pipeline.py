@@ -1,0 +1,224 @@
+"""One poll of one monitor: observe -> decide -> persist -> dispatch -> heartbeat.
+
+``Pipeline`` is the half of ``evaluator.Engine`` that runs a poll once it is due
+(the other half starts, stops and schedules monitors). Its promises are the
+engine's (see ``daemon.evaluator``): persist before dispatch (the fire record is the
+commit point, a failed write leaves the stored state as it was), check errors never
+change the condition state, a permanent source error parks the monitor, every
+observation and error is redacted before the condition sees it, and the first
+check of a started evaluator is flushed to ``liveness.json`` at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from reconciler import conditions, errors, events, sources
+from reconciler.daemon import clock as clock_mod
+from reconciler.daemon.polls import Entry, FirstPoll, PollResult, Stats, make_event
+from reconciler.model import MonitorName, Observation
+from reconciler.sources import command
+from reconciler.sources import registry as source_types
+from reconciler.state import store as store_mod
+
+if TYPE_CHECKING:
+    from reconciler.sources.context import SourceContext
+
+log = logging.getLogger("monitors.engine")
+
+
+class Pipeline:
+    """Runs polls for ``evaluator.Engine`` (its base class; see the module docstring)."""
+
+    store: store_mod.Store
+    dispatcher: events.Dispatcher
+    ctx: SourceContext
+    guard: events.Guard | None
+    clock: clock_mod.Clock
+    stats: Stats
+    _entries: dict[MonitorName, Entry]
+    _first_pending: int
+    _first_flush: asyncio.Future[None] | None
+    _scheduler: Any
+
+    def _park(self, entry: Entry, reason: str) -> None:
+        entry.parked = reason
+        if self._scheduler is not None:
+            self._scheduler.cancel(entry.monitor.name)
+        self._first_done(entry, FirstPoll(False, reason))
+
+    def _first_done(self, entry: Entry, result: FirstPoll | None) -> None:
+        if not entry.first.done():
+            entry.first.set_result(result)
+            if (result is not None and entry.parked is None) or entry.polls:
+                self._first_pending = max(0, self._first_pending - 1)
+
+
+    async def _poll(self, entry: Entry) -> PollResult:
+        monitor = entry.monitor
+        try:
+            # Every source enforces its own ``timeout`` (no second timer per poll here).
+            observation = await source_types.observe(monitor, self.ctx)
+        except errors.SourceError as e:
+            return await self._check_failed(entry, e)
+        except Exception as e:  # a bug in a source: count it, keep running
+            log.exception("%s: source raised", monitor.name)
+            return await self._check_failed(entry, errors.SourceError(
+                f"{type(e).__name__}: {e}", kind="internal"))
+        return await self._evaluate(entry, observation)
+
+    async def _flush_first(self, entry: Entry) -> None:
+        """Write liveness now when this was the first check of a started evaluator.
+
+        Requests made in the same loop iteration share one flush (worker thread); a
+        request made while a flush runs starts the next one, so the check it made
+        is always in a flush that starts after it."""
+        if entry.polls != 1 or self._entries.get(entry.monitor.name) is not entry:
+            return
+        if self._first_flush is None:
+            self._first_flush = asyncio.ensure_future(self._run_first_flush())
+        with contextlib.suppress(Exception):
+            await asyncio.shield(self._first_flush)
+
+    async def _run_first_flush(self) -> None:
+        await asyncio.sleep(0)  # let the first checks of this loop iteration join
+        self._first_flush = None  # later requests start the next flush
+        try:
+            await asyncio.to_thread(self.store.flush)
+        except Exception:  # the periodic flush retries; never fail a poll over it
+            log.exception("liveness flush after a first check failed")
+
+    async def _check_failed(self, entry: Entry, error: errors.SourceError) -> PollResult:
+        name = entry.monitor.name
+        message = self.ctx.redactor.redact(str(error))
+        entry.polls += 1
+        self.store.record_check(name, ok=False, error=message, at=self.clock.time())
+        await self._flush_first(entry)
+        self._first_done(entry, FirstPoll(False, message))
+        if error.permanent:
+            self._park(entry, message)
+            log.warning("%s: parked: %s", name, message)
+        if self.guard is not None:
+            try:
+                await self.guard.after_check(entry.monitor, ok=False, error=message)
+            except Exception:
+                log.exception("%s: guard.after_check failed", name)
+        return PollResult(name, error=message)
+
+    async def _evaluate(self, entry: Entry, observation: Observation) -> PollResult:
+        """Decide; when something must be stored, persist and dispatch in a task that a
+        stop cannot cancel half-way (``asyncio.shield``); else just heartbeat.
+        The observation is redacted first: signatures, state, events and views never
+        hold a registered secret."""
+        monitor = entry.monitor
+        at = self.clock.time()
+        observation = self.ctx.redactor.observation(observation)
+        try:
+            decision = conditions.decide(monitor, observation, entry.previous)
+        except re.error as e:
+            return await self._check_failed(entry, errors.SourceError(
+                f"condition regex does not compile: {e}", kind="config", permanent=True))
+        event: events.Event | None = None
+        if decision.fire:
+            event = make_event(monitor, decision, observation, at=at)
+            if self.guard is not None and not self.guard.allow_fire(monitor, event):
+                log.warning("%s: fire suppressed by the rate limit", monitor.name)
+                event = None
+        if decision.persist or event is not None:
+            commit = asyncio.ensure_future(
+                self._persist(entry, observation, decision, event, at))
+            entry.commit = commit
+            return await asyncio.shield(commit)
+        return await self._checked(entry, observation, decision, None, at)
+
+    async def _persist(self, entry: Entry, observation: Observation,
+                       decision: conditions.Decision, event: events.Event | None,
+                       at: float) -> PollResult:
+        """Durable writes (worker thread), then heartbeat and dispatch."""
+        state = {**decision.state, "updatedAt": store_mod.iso(at)}
+        if event is not None:
+            state.update(lastEventId=event.id, lastFiredAt=event.fired_at)
+        try:
+            await asyncio.to_thread(self._commit, entry.monitor.name, state, event, at)
+        except errors.StateError as e:
+            # A newer-version state.json appeared meanwhile (kept untouched), or the
+            # store went read-only (state directory lost): park, never overwrite.
+            self._park(entry, str(e))
+            log.warning("%s: not run: %s", entry.monitor.name, e)
+            return PollResult(entry.monitor.name, error=str(e))
+        except OSError as e:
+            return await self._check_failed(entry, errors.SourceError(
+                f"cannot write state: {e.strerror or e}", kind="state"))
+        entry.previous = state
+        return await self._checked(entry, observation, decision, event, at)
+
+    async def _checked(self, entry: Entry, observation: Observation,
+                       decision: conditions.Decision, event: events.Event | None,
+                       at: float) -> PollResult:
+        """A good check: heartbeat, first poll, guard, then the dispatch."""
+        monitor = entry.monitor
+        entry.polls += 1
+        self.store.record_check(monitor.name, ok=True, error=None, at=at)
+        await self._flush_first(entry)
+        if entry.counted or not entry.first.done():
+            self._first_done(entry, FirstPoll(True))
+        if self.guard is not None:
+            try:
+                await self.guard.after_check(monitor, ok=True, error=None)
+            except Exception:
+                log.exception("%s: guard.after_check failed", monitor.name)
+        if event is not None:
+            self.stats.fires += 1
+            try:
+                await self.dispatcher.dispatch(monitor, event)
+            except Exception:  # the Dispatcher contract says never; keep running anyway
+                log.exception("%s: dispatcher raised for %s", monitor.name, event.id)
+        return PollResult(monitor.name, observation, decision, event)
+
+    def _commit(self, name: str, state: Mapping[str, Any], event: events.Event | None,
+                at: float) -> None:
+        """Durable writes of one decision (worker thread): fire record, then state."""
+        if event is None:
+            self.store.write_state(name, state)
+            return
+        self.store.create_fire(name, event, state=state, at=at)
+        try:
+            self.store.write_state(name, state)
+        except BaseException:
+            self.store.delete_fire(name, event.id)
+            raise
+
+    async def _run_stream(self, entry: Entry) -> None:
+        """Consume a ``command`` stream: each line is evaluated in turn."""
+        monitor = entry.monitor
+        stream = command.stream(monitor, self.ctx)
+        try:
+            async for item in stream:
+                if isinstance(item, sources.Started):
+                    self._first_done(entry, FirstPoll(True))
+                    continue
+                if isinstance(item, errors.SourceError):
+                    await self._check_failed(entry, item)
+                    if entry.parked:
+                        return
+                    continue
+                if self.store.autopause(monitor.name) is not None:
+                    continue
+                self.stats.polls += 1
+                entry.busy = True
+                try:
+                    commit = asyncio.ensure_future(self._evaluate(entry, item))
+                    entry.commit = commit
+                    await asyncio.shield(commit)
+                finally:
+                    entry.busy = False
+                if entry.parked:
+                    return
+        finally:
+            await stream.aclose()
+

@@ -1,0 +1,147 @@
+"""The values of one poll and the pure helpers around it (no asyncio tasks, no scheduling).
+
+``FirstPoll`` and ``PollResult`` are what the engine reports; ``make_event`` builds
+the event of a firing decision; ``load_state`` rolls ``state.json`` forward from a
+newer committed fire record; ``offset_fraction`` spreads first polls; ``Entry`` is
+one running monitor's bookkeeping in ``evaluator.Engine``; ``Stats`` its counters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import datetime as dt
+import secrets
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from reconciler import conditions, events
+from reconciler.model import Monitor, MonitorName, Observation
+from reconciler.state import records
+from reconciler.state import store as store_mod
+
+LATENESS_SAMPLES = 100_000
+"""Recent poll lateness samples kept in ``Stats.lateness``."""
+
+
+@dataclass(frozen=True, slots=True)
+class FirstPoll:
+    """How a monitor's first check went: ``ok`` (an observation) or the check error."""
+
+    ok: bool
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PollResult:
+    """One evaluation by ``Engine.poll_once``.
+
+    Attributes:
+        monitor: the monitor's name.
+        observation: what the source saw (None on a check error or a skip).
+        decision: the condition's decision (None on a check error or a skip).
+        event: the fired event (None when nothing fired).
+        error: the check error's one line, or the reason the poll was skipped.
+    """
+
+    monitor: MonitorName
+    observation: Observation | None = None
+    decision: conditions.Decision | None = None
+    event: events.Event | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the source produced an observation."""
+        return self.error is None
+
+
+def new_event_id(at: float) -> str:
+    """A sortable fire id: ``<UTC yyyymmddTHHMMSS.ffffff>-<8 hex>`` (``events.Event``)."""
+    stamp = dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y%m%dT%H%M%S.%f")
+    return f"{stamp}-{secrets.token_hex(4)}"
+
+
+def make_event(monitor: Monitor, decision: conditions.Decision, observation: Observation,
+               *, at: float, event_id: str | None = None) -> events.Event:
+    """The event for a firing decision (observation excerpt capped at
+    ``events.EXCERPT_CHARS`` characters)."""
+    return events.Event(
+        id=event_id or new_event_id(at),
+        monitor=monitor.name,
+        fingerprint=monitor.fingerprint,
+        fired_at=store_mod.iso(at),
+        summary=decision.summary,
+        signature=decision.signature,
+        observation=decision.observation[: events.EXCERPT_CHARS],
+        meta=dict(observation.meta),
+        groups=decision.groups,
+        reason=str(decision.reason),
+    )
+
+
+def load_state(store: store_mod.Store,
+               monitor: Monitor) -> tuple[records.StateRecord | None, bool]:
+    """The monitor's condition state, rolled forward from a newer committed fire.
+
+    A fire record is written (durably, with the state it commits) before
+    ``state.json``; when the newest fire record is newer than ``state.json``'s
+    ``lastEventId``, the process died between the two writes and the fire's state
+    is the current one.
+
+    Returns:
+        (state or None, True when rolled forward and not yet written).
+
+    Raises:
+        errors.StateError: a future-version or unreadable record.
+    """
+    name = monitor.name
+    previous = store.read_state(name)
+    ids = store.fire_ids(name)
+    last = (previous or {}).get("lastEventId") or ""
+    if not ids or ids[0] <= last:
+        return previous, False
+    fire = store.read_fire(name, ids[0]) or {}
+    state = fire.get("state")
+    if not isinstance(state, dict) or fire.get("version", 0) > records.FIRE_VERSION:
+        return previous, False
+    return cast(records.StateRecord, dict(state)), True
+
+
+def offset_fraction(name: str) -> float:
+    """A deterministic fraction in [0, 1) from the monitor's name (CRC-32)."""
+    return zlib.crc32(name.encode()) / 2**32
+
+
+@dataclass(eq=False)
+class Entry:
+    """One running monitor in the engine: its future first poll, state and counters."""
+
+    monitor: Monitor
+    first: asyncio.Future[FirstPoll | None]
+    previous: Mapping[str, Any] | None = None
+    busy: bool = False
+    task: asyncio.Task[None] | None = None
+    commit: asyncio.Future[Any] | None = None
+    counted: bool = False
+    stream: asyncio.Task[None] | None = None
+    skipped: int = 0
+    polls: int = 0
+    parked: str | None = None
+
+
+@dataclass
+class Stats:
+    """Counters for benchmarks and ``status``: polls started, ticks skipped, and the
+    lateness (seconds after the scheduled time) of recent polls."""
+
+    polls: int = 0
+    skipped: int = 0
+    missed: int = 0
+    fires: int = 0
+    lateness: collections.deque[float] = field(
+        default_factory=lambda: collections.deque(maxlen=LATENESS_SAMPLES)
+    )
+
