@@ -122,8 +122,11 @@ def _walk(path: str, root: str) -> tuple[str, list[str]]:
     def add(*directories: str) -> None:
         dirs.extend(d for d in directories if d not in dirs)
 
-    pending = [part for part in path.split("/") if part]
-    current = "/"
+    # ``root`` is resolved (no links in it): a path inside it is walked from it
+    inside = _inside(path, root) and ".." not in path.split("/")
+    current = root if inside else "/"
+    pending = [part for part in path[len(current):].split("/") if part] if inside else \
+        [part for part in path.split("/") if part]
     hops = 0
     while pending:
         part = pending.pop(0)
@@ -168,7 +171,7 @@ def problem(path: Path, *, root: Path, uid: int | None = None) -> str | None:
     me = os.geteuid() if uid is None else uid
     try:
         target, dirs = _walk(os.path.abspath(path), str(root))
-        found = _mode_problem(str(path), os.stat(target), me, directory=False)
+        found = _mode_problem(os.path.abspath(path), os.stat(target), me, directory=False)
         if found:
             return found
         for directory in dirs:
