@@ -16,6 +16,10 @@ Rules:
 * a cancel arriving while a child is being set up kills its group, never leaves
   it running; ``close`` releases the pipes so no transport is finalized after the
   event loop closed ("Event loop is closed");
+* ``tracker`` (None by default), when set, hears of every group started
+  (``started(pid)`` once the child exists) and ended (``ended(pid)`` when its pipes
+  are released, after its group was killed): the daemon records them to kill what
+  a ``kill -9`` of it left behind (``daemon.orphans``);
 * a pid is ``alive`` when it exists and is not a zombie (``/proc/<pid>/stat``
   state ``Z`` or ``X``), or when it belongs to another user (``EPERM``). Its
   ``start_time`` (field 22 of ``/proc/<pid>/stat``, clock ticks since boot; see
@@ -34,11 +38,26 @@ import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 PID_MAX = 4194304
 """Linux's largest ``pid_max`` (``kernel/pid.c``: ``PID_MAX_LIMIT``)."""
 
 CHUNK = 65536  # bytes per read, and the smallest stream buffer
+
+
+class Tracker(Protocol):
+    """Told of every process group ``spawn`` starts and ``close`` ends; never raises."""
+
+    def started(self, pid: int) -> None:
+        """The group ``pid`` (its leader's pid) was started."""
+
+    def ended(self, pid: int) -> None:
+        """The group ``pid`` was killed and its leader's pipes released."""
+
+
+tracker: Tracker | None = None
+"""Set by the daemon while it runs (``daemon.orphans``); None: nothing is told."""
 
 
 class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
@@ -119,6 +138,8 @@ async def spawn(
             _killpg(transport.get_pid(), signal.SIGKILL)
             transport.close()
         raise
+    if tracker is not None:
+        tracker.started(transport.get_pid())
     return Child(asyncio.subprocess.Process(transport, protocol, loop), protocol.exited)
 
 
@@ -137,6 +158,8 @@ def close(child: Child) -> None:
     transport = getattr(child.proc, "_transport", None)
     if transport is not None:
         transport.close()
+    if tracker is not None:
+        tracker.ended(child.pid)
 
 
 async def finish(child: Child, *, grace: float) -> None:

@@ -130,7 +130,8 @@ def load(
 
     Raises:
         errors.ConfigError: no repository root found, the root is not a directory
-            (naming its source and path), ``monitors.toml`` is invalid, or an explicit
+            (naming its source and path), ``monitors.toml`` is invalid or another user
+            could have written it (``config.trust``, rule ``unsafe-permissions``), or an explicit
             or configured device name does not match ``DEVICE_PATTERN``.
     """
     if root is None:
@@ -147,6 +148,12 @@ def load(
         what = "not a directory" if root.exists() else "no such directory"
         raise errors.ConfigError(f"{given} (from {root_source}): {what}")
     toml = read_toml(root / SETTINGS_FILE)
+    if toml:
+        from reconciler.config import trust
+
+        unsafe = trust.file_problem(root / SETTINGS_FILE, SETTINGS_FILE, root=root)
+        if unsafe:  # any section decides what runs, is read or written (sshd StrictModes)
+            raise errors.ConfigError(f"{root / SETTINGS_FILE}:1:1: {unsafe} [{trust.RULE}]")
     layers = toml.get("layers", {}) if isinstance(toml.get("layers"), dict) else {}
     user_dir = root / str(layers.get("user", USER_DIR))
     system_dir = root / str(layers.get("system", SYSTEM_DIR))

@@ -125,3 +125,20 @@ def test_a_file_in_the_way_of_the_directory(tmp_path: Path) -> None:
     r = run_cli(["init", str(tmp_path / "f")])
     assert r.exit_code == 1
     assert r.stderr == f"error: {tmp_path / 'f'}: not a directory\n"
+
+
+@pytest.mark.parametrize("umask, files, dirs", [(0o000, 0o644, 0o755), (0o077, 0o600, 0o700)])
+def test_init_under_any_umask_makes_a_repository_monitors_trusts(
+        tmp_path: Path, umask: int, files: int, dirs: int) -> None:
+    """``umask 000`` would make every file world-writable, which ``config.trust``
+    refuses; a stricter umask stays stricter."""
+    target = tmp_path / "fresh"
+    p = subprocess.run([sys.executable, "-c", f"import os; os.umask({umask}); "
+                        "from reconciler.cli import main; main.entry()", "init", str(target)],
+                       capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    made = [target, *target.rglob("*")]
+    assert {oct(p.stat().st_mode & 0o777) for p in made if p.is_dir()} == {oct(dirs)}
+    assert {oct(p.stat().st_mode & 0o777) for p in made if p.is_file()} == {oct(files)}
+    r = run_cli(["--root", str(target), "--state-dir", str(target / ".history"), "lint"])
+    assert r.exit_code == 0, r.output

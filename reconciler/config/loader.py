@@ -220,18 +220,21 @@ def load(settings: Settings, *, paths: Sequence[Path] | None = None,
             raw: bytes | None = None
             doc = None
             problems: list[Problem] = []
+            unsafe = trust.file_problem(path, "overlay", root=root)
+            if unsafe:  # refused like a broken overlay: its monitor is invalid, not paused
+                problems.append(P.error(file, 1, 1, "", unsafe, trust.RULE))
             with P.guard(file, problems):
                 raw, more = yamlload.read(path, file=file)
                 problems += more
-                if raw is not None:
+                if raw is not None and not unsafe:
                     doc, more = yamlload.parse(raw, file=file)
                     problems += more
             digest.update(hashlib.sha256(raw).digest() if raw is not None else b"-")
             overlay_files.append((path, file, doc, problems))
             continue
         content, entry, problems = next(outcomes)
-        unsafe = trust.monitor_problem(entry.monitor, path, root=root) if entry else None
-        if unsafe:  # a file a stranger could have written must not run commands
+        unsafe = trust.file_problem(path, "monitor file", root=root)
+        if unsafe:  # what a stranger could have written must not run, read or send
             problems, entry = [*problems, P.error(file, 1, 1, "", unsafe, trust.RULE)], None
         digest.update(content)
         result.files += 1

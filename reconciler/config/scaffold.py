@@ -175,6 +175,10 @@ def write(root: Path, *, version: str) -> Scaffold:
         errors.UsageError: a file exists with other content (all are named; nothing is
             written), or ``root`` is not a directory.
         errors.ConfigError: a file cannot be read or written (the path and the reason).
+
+    New files are created 0644 and new directories 0755 whatever the umask (a stricter
+    umask stays stricter): under ``umask 000`` they would be world-writable, and
+    monitors refuses such files (``config.trust``).
     """
     if root.exists() and not root.is_dir():
         raise errors.UsageError(f"{root}: not a directory")
@@ -204,10 +208,28 @@ def write(root: Path, *, version: str) -> Scaffold:
     for rel, text in todo.items():
         path = root / rel
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            _create(path, text, append=rel in done.appended)
         except OSError as e:
             raise errors.ConfigError(f"{path}: cannot write: {e.strerror or e}") from e
         if rel not in done.appended:
             done.created.append(rel)
     return done
+
+
+def _create(path: Path, text: str, *, append: bool) -> None:
+    """Write ``text`` at ``path``: replace an existing file's content when ``append``
+    (``.gitignore``, its mode kept), else create it 0644 (and its missing directories
+    0755), both less the umask's bits. Raises OSError."""
+    if append:
+        path.write_text(text, encoding="utf-8")
+        return
+    missing = []
+    directory = path.parent
+    while not directory.exists():
+        missing.append(directory)
+        directory = directory.parent
+    for directory in reversed(missing):
+        directory.mkdir(mode=0o755)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)

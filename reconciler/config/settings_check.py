@@ -27,7 +27,7 @@ import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 
-from reconciler.config import loader, schemas, tomlpos, validate, yamlload
+from reconciler.config import loader, schemas, tomlpos, trust, validate, yamlload
 from reconciler.config import problems as P
 from reconciler.config.problems import Problem
 from reconciler.settings import SETTINGS_FILE, Settings
@@ -80,11 +80,15 @@ def read_fleet(path: Path) -> tuple[yamlload.Document | None, list[Problem]]:
     it does not exist. Never raises.
 
     File-level problems come from ``yamlload`` (unreadable, syntax, duplicate keys,
-    tags...; then no document), then the fleet schema (``schema``, ``unknown-field``),
+    tags...; then no document; before them ``unsafe-permissions`` when another user could
+    have written it, ``config.trust``), then the fleet schema (``schema``, ``unknown-field``),
     then a device listed twice (``duplicate-name``, at the second entry).
     """
     if not path.is_file() and not path.is_symlink():
         return None, []
+    unsafe = trust.file_problem(path, "fleet file", root=path.parent.resolve())
+    if unsafe:
+        return None, [P.error(loader.display(path), 1, 1, "", unsafe, trust.RULE)]
     doc, found = yamlload.load(path, file=loader.display(path))
     if doc is None:
         return None, sorted(found)

@@ -1,22 +1,28 @@
-"""Refuse files that can run commands when a stranger could have written them.
+"""Refuse configuration files a stranger could have written.
 
-A monitor file whose source runs a command (``poll``, ``command``) or whose action
-starts one (``run``, ``routine``), and a ``monitors.toml`` that defines ``[agents]``
-or ``[routines]``, decide what runs as the user running monitors (often root). Like
-cron, sudo's ``sudoers`` check and sshd's ``StrictModes``, such a file is refused
-(rule ``unsafe-permissions``) when:
+Every file monitors reads as configuration decides what runs, what is read and where
+it is sent as the user running monitors (often root): a monitor file of either layer
+(a ``file`` source with a ``webhook-out`` action sends any file the user can read), an
+overlay (pauses, pins), ``monitors.toml`` (any section: ``[system] url``, ``[layers]``,
+``stateDir``, agents, routines) and the fleet file. Like sshd's ``StrictModes`` for all
+its files (and cron, sudo's ``sudoers`` check), such a file is refused (rule
+``unsafe-permissions``) when:
 
 * it is not owned by the user running monitors or by root;
 * it is writable by its group or by others. Group write is allowed when the group is
   the owner's private group (its only member is the owner: Debian's OpenSSH
   ``user-group-modes`` rule), so a ``umask 002`` user-private-group set-up passes;
-* a directory from the file's own directory up to the repository root (the layer
-  directory and the root itself) is owned by someone else, or is writable by others
-  without the sticky bit (a sticky directory such as ``/tmp`` lets no one replace a
-  file they do not own). Directories above the repository root are not checked.
+* a directory it depends on is owned by someone else, or is writable by others (or a
+  shared group) without the sticky bit (a sticky directory such as ``/tmp`` lets no one
+  replace a file they do not own). These are the directories the path passes through
+  from the repository root down, and for each symbolic link on the way (the file or
+  any directory) the link's directory and every directory its target passes through:
+  from the repository root down when the target is inside it, from ``/`` down when it
+  is outside (as sshd checks an ``authorized_keys`` target up to ``/``). Directories
+  above the repository root are not checked for paths that stay inside it.
 
-A symbolic link is judged by its target (the target's directory is checked too).
-Pure look-ups (``stat``, the user and group databases); no writes, no printing.
+Replay files (``monitors test --replay``) are exempt: a fixture the user names.
+Pure look-ups (``lstat``, ``readlink``, the user and group databases); no writes.
 """
 
 from __future__ import annotations
@@ -29,27 +35,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from reconciler.model import Monitor
-
 RULE = "unsafe-permissions"
-COMMAND_SOURCES = frozenset({"poll", "command"})
-"""Source types that run a command on this machine."""
-COMMAND_ACTIONS = frozenset({"run", "routine"})
-"""Action types that start a process on this machine."""
-COMMAND_SECTIONS = ("agents", "routines")
-"""``monitors.toml`` sections that name commands."""
-
-
-def what_runs(monitor: Monitor) -> str | None:
-    """Why ``monitor`` can run commands (``source poll``, ``action run``), or None."""
-    source, action = monitor.source_type, str(monitor.action.get("type"))
-    if source in COMMAND_SOURCES:
-        return f"source {source}"
-    if action in COMMAND_ACTIONS:
-        return f"action {action}"
-    return None
-
-
 def _who(uid: int) -> str:
     try:
         return f"uid {uid} ({pwd.getpwuid(uid).pw_name})"
@@ -112,24 +98,70 @@ def _mode_problem(path: str, st: os.stat_result, uid: int, *, directory: bool) -
     return None
 
 
-def _directories(path: str, root: str) -> list[str]:
-    """The file's directory up to ``root`` (inclusive) when below it, else its directory."""
-    parent = os.path.dirname(path)
-    if parent != root and not parent.startswith(root.rstrip("/") + "/"):
-        return [parent]
-    chain = [parent]
-    while chain[-1] != root and chain[-1] != "/":
-        chain.append(os.path.dirname(chain[-1]))
-    return chain
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _chain(directory: str, root: str) -> list[str]:
+    """``directory`` and its parents: up to ``root`` when inside it, else up to ``/``."""
+    out = [directory]
+    while out[-1] != "/" and out[-1] != root:
+        out.append(os.path.dirname(out[-1]))
+    return out
+
+
+def _walk(path: str, root: str) -> tuple[str, list[str]]:
+    """Resolve ``path`` (absolute) hop by hop: ``(target, directories it depends on)``.
+
+    The directories: those the path passes through inside ``root``, the directory of
+    every symbolic link met, the parents of every link's target (up to ``root`` when
+    the target is inside it, else up to ``/``) and the final target's parents likewise.
+    Raises OSError (a missing part, a link loop)."""
+    dirs: list[str] = []
+
+    def add(*directories: str) -> None:
+        dirs.extend(d for d in directories if d not in dirs)
+
+    # ``root`` is resolved (no links in it): a path inside it is walked from it
+    inside = _inside(path, root) and ".." not in path.split("/")
+    current = root if inside else "/"
+    pending = [part for part in path[len(current):].split("/") if part] if inside else \
+        [part for part in path.split("/") if part]
+    hops = 0
+    while pending:
+        part = pending.pop(0)
+        if part == ".":
+            continue
+        if part == "..":
+            current = os.path.dirname(current)
+            continue
+        if _inside(current, root):
+            add(current)
+        candidate = os.path.join(current, part)
+        if not stat.S_ISLNK(os.lstat(candidate).st_mode):
+            current = candidate
+            continue
+        hops += 1
+        if hops > 40:  # Linux's MAXSYMLINKS
+            raise OSError(f"{path}: too many levels of symbolic links")
+        link = os.readlink(candidate)
+        add(current)  # the link's directory: whoever may write it may replace the link
+        add(*_chain(os.path.dirname(os.path.normpath(os.path.join(current, link))), root))
+        if link.startswith("/"):
+            current = "/"
+        pending[:0] = [p for p in link.split("/") if p]
+    add(*_chain(os.path.dirname(current), root))
+    return current, dirs
 
 
 def problem(path: Path, *, root: Path, uid: int | None = None) -> str | None:
     """Why ``path`` could have been written by another user, or None when it is safe.
 
     Args:
-        path: the file (a symbolic link is followed; its target and the target's
-            directory are checked as well as the link's directories).
-        root: the repository root (resolved): directories are checked up to it.
+        path: the file (symbolic links are followed: see the module docstring for the
+            directories checked).
+        root: the repository root (resolved): directories are checked from it down for
+            paths inside it, from ``/`` for symbolic link targets outside it.
         uid: the user running monitors (default: the effective uid).
 
     Returns:
@@ -137,18 +169,11 @@ def problem(path: Path, *, root: Path, uid: int | None = None) -> str | None:
         file that cannot be stat'ed gives None (reading it reports that).
     """
     me = os.geteuid() if uid is None else uid
-    given = os.path.abspath(path)
     try:
-        st = os.lstat(given)
-        target = os.path.realpath(given) if stat.S_ISLNK(st.st_mode) else given
-        if target != given:
-            st = os.stat(target)
-        found = _mode_problem(given, st, me, directory=False)
+        target, dirs = _walk(os.path.abspath(path), str(root))
+        found = _mode_problem(os.path.abspath(path), os.stat(target), me, directory=False)
         if found:
             return found
-        dirs = _directories(given, str(root))
-        if os.path.dirname(target) not in dirs:
-            dirs.append(os.path.dirname(target))
         for directory in dirs:
             found = _mode_problem(directory, os.stat(directory), me, directory=True)
             if found:
@@ -158,27 +183,27 @@ def problem(path: Path, *, root: Path, uid: int | None = None) -> str | None:
     return None
 
 
-def monitor_problem(monitor: Monitor, path: Path, *, root: Path) -> str | None:
-    """The ``unsafe-permissions`` message for a monitor that can run commands and whose
-    file ``path`` is unsafe (see ``problem``), or None."""
-    runs = what_runs(monitor)
-    if runs is None:
-        return None
-    found = problem(path, root=root)
+def file_problem(path: Path, what: str, *, root: Path, uid: int | None = None) -> str | None:
+    """The ``unsafe-permissions`` message for the configuration file ``path`` (``what``
+    names it: ``monitor file``, ``overlay``, ``monitors.toml``, ``fleet file``) when
+    another user could have written it (see ``problem``), else None.
+
+    ``refused this monitor file: monitors acts on it as root, and another user could
+    change it: the file is world-writable (mode 0666): chmod o-w /r/monitors.d/x.yml``
+    """
+    found = problem(path, root=root, uid=uid)
     if found is None:
         return None
-    return f"refused to run commands ({runs}) from a file another user could change: {found}"
+    me = os.geteuid() if uid is None else uid
+    return (f"refused this {what}: monitors acts on it as {_name(me)}, and another user "
+            f"could change it: {found}")
 
 
 def settings_problem(toml: Mapping[str, Any], path: Path, *, root: Path) -> str | None:
-    """``refused its [agents] ...`` when ``monitors.toml`` (``path``, parsed as ``toml``) defines
-    ``[agents]`` or ``[routines]`` and is unsafe (see ``problem``); else None. Its
-    commands must then not be used (the caller reports this as a ``settings`` error)."""
-    sections = [s for s in COMMAND_SECTIONS if toml.get(s)]
-    if not sections:
+    """The ``unsafe-permissions`` message when ``monitors.toml`` (``path``, parsed as
+    ``toml``) is not empty and another user could have written it (``file_problem``),
+    else None. ``settings.load`` refuses such a file first; this guards ``Settings``
+    built another way (the daemon's start and ``actions.checks.bound``)."""
+    if not toml:
         return None
-    found = problem(path, root=root)
-    if found is None:
-        return None
-    named = " and ".join(f"[{s}]" for s in sections)
-    return f"refused its {named} (commands from a file another user could change): {found}"
+    return file_problem(path, "monitors.toml", root=root)

@@ -136,6 +136,7 @@ class Daemon:
                 the fleet file is invalid.
         """
         from reconciler.actions import checks
+        from reconciler.daemon import orphans
 
         checks.require_valid(self.cfg)  # one line naming the first problem, before the lock
         with direrrors.state_errors(self.cfg.state_dir):
@@ -146,7 +147,8 @@ class Daemon:
                     log.warning("%s", note)
                 self.reconciler.boot_good = {n: e.monitor for n, e in previous.entries.items()}
                 self.registry.generation = previous.generation
-                return asyncio.run(self._main())
+                with orphans.tracking(self.cfg.state_dir):  # kill a killed daemon's groups
+                    return asyncio.run(self._main())
             finally:
                 self.lock.release()
 

@@ -1,4 +1,4 @@
-"""Files that can run commands are refused when another user could have written them
+"""Every configuration file is refused when another user could have written it
 (``config.trust``, rule ``unsafe-permissions``): lint, plan and the daemon's start."""
 
 from __future__ import annotations
@@ -6,6 +6,7 @@ from __future__ import annotations
 import grp
 import os
 import pwd
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -44,7 +45,8 @@ def test_world_writable_file_that_runs_commands_is_refused(repo: Repo, text: str
     path.chmod(0o666)
     rc, lines = _lint(repo)
     assert rc == 1 and len(lines) == 1, lines
-    assert lines[0].startswith(f"{path}:1:1: error: refused to run commands (")
+    assert lines[0].startswith(f"{path}:1:1: error: refused this monitor file: monitors acts "
+                               "on it as ")
     assert lines[0].endswith(f"the file is world-writable (mode 0666): chmod o-w {path} "
                              "[unsafe-permissions]")
 
@@ -53,12 +55,42 @@ def test_command_source_counts_too(repo: Repo) -> None:
     path = repo.write("monitors.d/x.yml", "source: {type: command, command: [echo, hi]}\n"
                                           "action: {type: notify}\n")
     path.chmod(0o646)
-    assert "source command" in _lint(repo)[1][0]
+    assert "refused this monitor file" in _lint(repo)[1][0]
 
 
-def test_a_file_that_runs_nothing_is_not_judged(repo: Repo) -> None:
-    repo.write("monitors.d/x.yml", NOTIFY).chmod(0o666)
+EXFIL = ("source: {type: file, path: /etc/shadow}\n"
+         "action: {type: webhook-out, url: 'http://127.0.0.1:18765/exfil',"
+         " headers: {X-Env: '${EXFILTOKEN}'}}\n")
+
+
+@needs_root
+def test_a_file_that_runs_nothing_is_judged_too(repo: Repo) -> None:
+    """It reads and sends as root: a stranger's file would post /etc/shadow and a secret."""
+    from reconciler import settings
+    from reconciler.config import loader
+
+    path = repo.write("monitors.d/x.yml", EXFIL)
     assert _lint(repo) == (0, [])
+    os.chown(path, NOBODY, -1)
+    path.chmod(0o666)
+    rc, lines = _lint(repo)
+    assert rc == 1 and len(lines) == 1 and "refused this monitor file" in lines[0], lines
+    assert "x" in loader.load(settings.load(root=repo.root)).invalid  # so the daemon keeps out
+
+
+def test_a_world_writable_overlay_is_refused_and_its_monitor_is_invalid(repo: Repo) -> None:
+    from reconciler import settings
+    from reconciler.config import loader
+
+    repo.write("monitors.d/x.yml", NOTIFY)
+    overlay = repo.write("monitors.d/overlays/x.yml", "monitor: x\npause: {reason: r}\n")
+    assert _lint(repo) == (0, [])
+    overlay.chmod(0o666)
+    rc, lines = _lint(repo)
+    assert rc == 1 and len(lines) == 1, lines
+    assert lines[0].startswith(f"{overlay}:1:1: error: refused this overlay: ")
+    result = loader.load(settings.load(root=repo.root))
+    assert "x" not in result.overlays and "x" in result.invalid  # neither paused nor resumed
 
 
 @needs_root
@@ -130,6 +162,46 @@ def test_symlink_is_judged_by_its_target_and_the_targets_directory(repo: Repo,
     assert f"directory {elsewhere} is world-writable" in _lint(repo)[1][0]
 
 
+@needs_root
+def test_symlinked_layer_whose_targets_grandparent_is_a_strangers_is_refused(
+        repo: Repo, tmp_path: Path) -> None:
+    grand = tmp_path / "grand"
+    target = grand / "parent" / "layer"
+    target.mkdir(parents=True)
+    (target / "x.yml").write_text(POLL)
+    shutil.rmtree(repo.user)
+    repo.user.symlink_to(target)
+    assert _lint(repo) == (0, [])
+    os.chown(grand, NOBODY, -1)  # nobody may rename parent/ and put their own layer there
+    assert f"directory {grand} is owned by uid {NOBODY}" in _lint(repo)[1][0]
+
+
+@needs_root
+def test_symlink_chain_through_a_strangers_directory_is_refused(repo: Repo,
+                                                                tmp_path: Path) -> None:
+    stranger, real = tmp_path / "stranger", tmp_path / "real"
+    stranger.mkdir()
+    real.mkdir()
+    (real / "x.yml").write_text(POLL)
+    (stranger / "hop.yml").symlink_to(real / "x.yml")
+    (repo.user / "x.yml").symlink_to(stranger / "hop.yml")
+    assert _lint(repo) == (0, [])
+    os.chown(stranger, NOBODY, -1)  # nobody may point hop.yml anywhere
+    assert f"directory {stranger} is owned by uid {NOBODY}" in _lint(repo)[1][0]
+
+
+@needs_root
+def test_symlinked_file_inside_the_repository_checks_the_directories_on_its_way(
+        repo: Repo) -> None:
+    shared = repo.root / "shared" / "deep"
+    shared.mkdir(parents=True)
+    (shared / "x.yml").write_text(POLL)
+    (repo.user / "x.yml").symlink_to("../shared/deep/x.yml")
+    assert _lint(repo) == (0, [])
+    os.chown(repo.root / "shared", NOBODY, -1)
+    assert f"directory {repo.root / 'shared'} is owned by uid {NOBODY}" in _lint(repo)[1][0]
+
+
 def test_unsafe_file_is_invalid_for_the_loader(repo: Repo) -> None:
     from reconciler import settings
     from reconciler.config import loader
@@ -147,26 +219,43 @@ def test_world_writable_monitors_toml_with_agents_is_refused(repo: Repo) -> None
     toml = repo.write("monitors.toml", AGENTS)
     repo.write("monitors.d/x.yml", NOTIFY)
     toml.chmod(0o666)
+    expected = f"error: {toml}:1:1: refused this monitors.toml: monitors acts on it as "
     r = run_cli(["lint"], repo=repo)
-    assert r.exit_code == 1
-    lines = [line for line in r.output.splitlines() if "unsafe-permissions" in line]
-    assert len(lines) == 1 and lines[0].startswith(f"{toml}:1:1: error: refused its [agents] ")
+    assert r.exit_code == 1 and r.output.startswith(expected), r.output
+    assert r.output.rstrip().endswith("[unsafe-permissions]") and len(r.output.splitlines()) == 1
     plan = run_cli(["plan"], repo=repo)
-    assert plan.exit_code == 1 and "refused its [agents]" in plan.output
+    assert plan.exit_code == 1 and "refused this monitors.toml" in plan.output
     # the daemon does not start on it (one line, exit 1)
     p = subprocess.run([sys.executable, "-m", "reconciler", "--root", str(repo.root),
                         "--state-dir", str(repo.state), "--device", "test-box", "run"],
                        capture_output=True, text=True, timeout=60, cwd=repo.root)
     assert p.returncode == 1, p.stdout + p.stderr
-    assert "refused its [agents]" in p.stderr and "Traceback" not in p.stderr
+    assert "refused this monitors.toml" in p.stderr and "Traceback" not in p.stderr
     toml.chmod(0o644)
     assert run_cli(["lint"], repo=repo).exit_code == 0
 
 
-def test_world_writable_monitors_toml_without_commands_is_fine(repo: Repo) -> None:
-    repo.write("monitors.toml", "[daemon]\nresync = '30s'\n").chmod(0o666)
+@pytest.mark.parametrize("text", ["[system]\nurl = 'file:///tmp/evup'\n",
+                                  "[layers]\nuser = 'elsewhere'\n", "stateDir = '/tmp/s'\n",
+                                  "[daemon]\nresync = '30s'\n"],
+                         ids=["system", "layers", "stateDir", "daemon"])
+def test_world_writable_monitors_toml_is_refused_whatever_it_holds(repo: Repo,
+                                                                   text: str) -> None:
+    repo.write("monitors.toml", text).chmod(0o666)
     repo.write("monitors.d/x.yml", NOTIFY)
-    assert run_cli(["lint"], repo=repo).exit_code == 0
+    for args in (["lint"], ["system", "pull"], ["list"]):
+        r = run_cli(args, repo=repo)
+        assert r.exit_code == 1 and "refused this monitors.toml" in r.output, (args, r.output)
+    assert not (repo.root / "system" / "evil.yml").exists()
+
+
+def test_world_writable_fleet_file_is_refused(repo: Repo) -> None:
+    fleet = repo.write("fleet.yaml", "devices: [{name: test-box}]\n")
+    repo.write("monitors.d/x.yml", NOTIFY)
+    assert _lint(repo) == (0, [])
+    fleet.chmod(0o666)
+    rc, lines = _lint(repo)
+    assert rc == 1 and len(lines) == 1 and "refused this fleet file" in lines[0], lines
 
 
 def test_problem_names_nothing_for_a_safe_file(tmp_path: Path) -> None:
