@@ -28,12 +28,14 @@ def show(ctx: click.Context, name: str, *, what: Literal["runs", "logs"], limit:
     """
     from reconciler.daemon import client, views
     from reconciler.render import monitors as render
+    from reconciler.render import terminal
 
     read, text = {"runs": (views.runs, render.runs), "logs": (views.logs, render.logs)}[what]
     cfg = ctx.find_root().obj.settings()
     with client.state_errors(cfg.state_dir):
         items = read(cfg, name, limit=limit)
-    click.echo(render.as_json(items) if as_json else text(name, items), nl=False)
+    click.echo(render.as_json(items) if as_json else terminal.escape(text(name, items)),
+               nl=False)
     return 0
 
 
