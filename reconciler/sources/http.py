@@ -4,9 +4,10 @@
   flight are capped by ``SourceContext.http_slots``.
 * ``timeout`` is a deadline for the whole request, body included, so a slowly
   dripping body cannot stretch a poll past it.
-* Header values may use ``${ENV}``; they are expanded here, each value is registered
-  with ``SourceContext.redactor`` (so an endpoint echoing it shows ``***``), and they
-  are never printed (``redacted_headers`` for display).
+* The URL and header values may use ``${ENV}``; they are expanded here, each value is
+  registered with ``SourceContext.redactor`` (so an endpoint echoing it shows ``***``), and they
+  are never printed (``redacted_headers`` for display; the URL is shown redacted in
+  errors and ``meta.url``).
 * Redirects are not followed unless ``followRedirects: true``; TLS is verified.
 * DNS, connect, TLS, protocol and timeout failures are check errors whose message
   names the exception class; the body is capped at ``maxBytes`` (``truncated``).
@@ -50,12 +51,21 @@ def expand_headers(headers: Mapping[str, str], ctx: SourceContext) -> dict[str, 
     return {name: ctx.expand(value, where=f"header {name}") for name, value in headers.items()}
 
 
-def check_url(url: str) -> httpx.URL:
+def check_url(url: str, shown: str | None = None) -> httpx.URL:
     """Parse ``url`` for a GET: http(s), a host, a port in 0-65535.
+
+    Args:
+        shown: ``url`` as messages may show it (redacted; default ``url``).
 
     Raises:
         errors.SourceError: kind ``url``, permanent, one line naming what is wrong.
     """
+    if shown is not None and shown != url:
+        try:
+            return check_url(url)
+        except errors.SourceError as e:
+            raise errors.SourceError(str(e).replace(url, shown), kind="url",
+                                     permanent=True) from None
     try:
         parsed = httpx.URL(url)
     except (httpx.InvalidURL, ValueError, TypeError) as e:
@@ -131,10 +141,11 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
             ``tls``, ``protocol`` or ``http``.
     """
     spec = monitor.source
-    url = str(spec["url"])
+    target = ctx.expand(str(spec["url"]), where="url")  # ${NAME}s: sent, never shown
+    url = ctx.redactor.redact(target)
     timeout = float(spec["timeout"])
     limit = int(spec["maxBytes"])
-    check_url(url)
+    check_url(target, url)
     headers = expand_headers(spec.get("headers") or {}, ctx)
     check_headers(headers)
     body = process.Capped(limit)
@@ -143,7 +154,7 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
         try:
             async with asyncio.timeout(timeout):
                 async with ctx.http.stream(
-                    "GET", url, headers=headers,
+                    "GET", target, headers=headers,
                     follow_redirects=bool(spec.get("followRedirects")),
                     timeout=httpx.Timeout(timeout),
                 ) as response:
@@ -152,7 +163,7 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
                         if body.truncated:
                             break
                     status = response.status_code
-                    final_url = str(response.url)
+                    final_url = ctx.redactor.redact(str(response.url))
                     encoding = response.encoding or "utf-8"
                     content_type = response.headers.get("content-type", "")
                     location = response.headers.get("location")
@@ -163,17 +174,19 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
         except (httpx.InvalidURL, httpx.UnsupportedProtocol) as e:
             # ``url`` passed check_url: this came from a redirect's Location, which the
             # server may fix, so it is not permanent.
-            raise errors.SourceError(f"GET {url}: {e}", kind="url") from None
+            raise errors.SourceError(f"GET {url}: {ctx.redactor.redact(str(e))}",
+                                     kind="url") from None
         except (ValueError, TypeError, OverflowError, ExceptionGroup) as e:
             # What httpx/anyio let through for input they cannot use (an IDNA label, a
             # redirect to port 99999, raised as an ExceptionGroup by the connect race):
             # one line, never a traceback.
             leaf = _leaf(e)
-            raise errors.SourceError(f"GET {url}: {type(leaf).__name__}: {leaf}",
-                                     kind="url") from None
+            raise errors.SourceError(
+                f"GET {url}: {type(leaf).__name__}: {ctx.redactor.redact(str(leaf))}",
+                kind="url") from None
         except httpx.HTTPError as e:
             kind = _classify(e)
-            detail = str(e) or type(e).__name__
+            detail = ctx.redactor.redact(str(e) or type(e).__name__)
             raise errors.SourceError(
                 f"GET {url}: {type(e).__name__}: {detail}", kind=kind
             ) from e
