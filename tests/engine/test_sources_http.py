@@ -13,7 +13,7 @@ import pytest
 from reconciler import errors, sources
 from reconciler.model import Observation
 from reconciler.sources import http
-from tests.engine.helpers import free_port, http_server, monitor, reply
+from tests.engine.helpers import endless_server, free_port, http_server, monitor, reply, rss_bytes
 
 
 def ok(h: http.server.BaseHTTPRequestHandler) -> None:
@@ -180,3 +180,13 @@ def test_unset_env_in_url_is_check_error_naming_variable() -> None:
                        "NO_SUCH_VAR_U is not set") as info:
         get("http://127.0.0.1:9/?q=${NO_SUCH_VAR_U}")
     assert info.value.kind == "config"
+
+
+def test_endless_body_is_capped_at_max_bytes_in_bounded_time_and_memory() -> None:
+    before = rss_bytes()
+    started = time.monotonic()
+    with endless_server() as url:
+        obs = get(url + "/", maxBytes=100_000, timeout="5s")
+    assert obs.meta["truncated"] is True and len(obs.text) == len("200\n") + 100_000
+    assert time.monotonic() - started < 5
+    assert rss_bytes() - before < 64 << 20
