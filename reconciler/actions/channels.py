@@ -34,7 +34,6 @@ import json
 import logging
 import os
 import re
-import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -42,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reconciler import errors
-from reconciler.actions import options
+from reconciler.actions import apprise_child, options
 from reconciler.actions.options import ChannelSpec
 
 if TYPE_CHECKING:
@@ -269,30 +268,15 @@ def send_test(spec: ChannelSpec, *, environ: Mapping[str, str]) -> Outcome:
                                 "and <state>/notifications.log; there is nothing to send")
     redactor = options.Redactor()
     url = options.expand(spec.url, environ=environ, redactor=redactor)
-    result: dict[str, Any] = {}
-
-    def attempt() -> None:
-        import apprise
-
-        with _apprise_log() as said:
-            sender = apprise.Apprise()
-            try:
-                result["added"] = sender.add(url)
-                result["ok"] = bool(result["added"]) and bool(sender.notify(
-                    body=TEST_BODY.format(name=spec.name), title=TEST_TITLE))
-            except Exception as e:  # a plugin bug is this channel's failure
-                said.append(f"{type(e).__name__}: {e}")
-                result["ok"] = False
-        result["said"] = said
-
-    worker = threading.Thread(target=attempt, name="channel-test", daemon=True)
-    worker.start()
-    worker.join(spec.timeout)
-    said = [redactor.redact(s) for s in result.get("said", [])]
-    if worker.is_alive():
+    # in a child process killed at the deadline: an answer that never ends cannot keep
+    # this process reading (and growing) or waiting at exit
+    answer = apprise_child.send(url, TEST_TITLE, TEST_BODY.format(name=spec.name),
+                                timeout=spec.timeout)
+    if answer is None:
         return Outcome(False, None, (f"no answer within {spec.timeout:g}s",))
-    if not result.get("added", True):
+    said = [redactor.redact(s) for s in answer.said]
+    if not answer.added:
         reason = said[0] if said else "check the scheme"
         raise errors.ActionError(f"{spec.name}: not a valid Apprise URL: {reason}")
     status = next((int(m.group(1)) for s in said for m in [_STATUS.search(s)] if m), None)
-    return Outcome(bool(result.get("ok")), status, tuple(said))
+    return Outcome(answer.ok, status, tuple(said))

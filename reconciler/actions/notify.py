@@ -1,8 +1,8 @@
 """The ``notify`` action: deliver a message to named channels.
 
 Channels come from ``[channels.NAME]`` in ``monitors.toml`` and are delivered
-through Apprise (any of its URL schemes), called in a worker thread under our
-own per-attempt timeout; retries with backoff, the per-channel rate limit and
+through Apprise (any of its URL schemes), called in a child process killed at our
+own per-attempt timeout (``apprise_child``); retries with backoff, the per-channel rate limit and
 durability (the fire record) are ours. The built-in ``log`` channel writes one
 line ``NOTIFY <monitor>: <message>`` at INFO to the logger ``monitors.notify``
 and appends it, time-stamped, to ``<state>/notifications.log`` (fsynced, through
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import concurrent.futures
 import logging
 import random
 import time
@@ -22,12 +21,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from reconciler import errors
-from reconciler.actions import options
+from reconciler.actions import apprise_child, options
 from reconciler.actions.options import ActionsConfig, ChannelSpec, Redactor
 
 LOGGER = logging.getLogger("monitors.notify")
 MAX_MESSAGE = 16 * 1024  # characters sent per notification
-APPRISE_THREADS = 4  # worker threads for Apprise deliveries
+APPRISE_CHILDREN = 4  # Apprise deliveries under way at once (a child process each)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,13 +55,15 @@ def one_line(text: str) -> str:
     return text.replace("\\", "\\\\").replace("\r", "\\r").replace("\n", "\\n")
 
 
-def _apprise_send(url: str, title: str, body: str) -> None:
-    import apprise  # imported lazily: it is slow to import and only needed here
-
-    sender = apprise.Apprise()
-    if not sender.add(url):
+async def _apprise_send(url: str, title: str, body: str, *, timeout: float) -> None:
+    # in a child process killed at ``timeout``: an answer that never ends cannot keep a
+    # thread of the daemon reading (and the daemon growing) after we stop waiting
+    answer = await apprise_child.send_async(url, title, body[:MAX_MESSAGE], timeout=timeout)
+    if answer is None:
+        raise TimeoutError
+    if not answer.added:
         raise errors.ActionError("not a valid Apprise URL (check the scheme)")
-    if not sender.notify(body=body[:MAX_MESSAGE], title=title):
+    if not answer.ok:
         raise errors.ActionError("Apprise reported the delivery failed")
 
 
@@ -96,14 +97,11 @@ class Notifier:
         self._backoff_cap = backoff_cap
         self._rate_locks: dict[str, asyncio.Lock] = {}
         self._sent: dict[str, collections.deque[float]] = {}
-        # Apprise runs in its own small pool: a hung channel (we stop waiting at the
-        # timeout, the thread cannot be killed) can never starve the record writes.
-        self._pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=APPRISE_THREADS, thread_name_prefix="apprise")
+        self._apprise_slots = asyncio.Semaphore(APPRISE_CHILDREN)
 
     def close(self) -> None:
-        """Stop the Apprise worker pool (queued deliveries are dropped, running ones end)."""
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        """Nothing to stop: each Apprise child ends at its deadline or when its
+        delivery is cancelled (``apprise_child.send_async``)."""
 
     def channels_for(self, channel: str | None) -> tuple[str, ...]:
         """The channels a ``notify`` action with ``channel`` goes to (owner's default if None)."""
@@ -144,12 +142,9 @@ class Notifier:
         reason = ""
         for attempt in range(1, spec.max_attempts + 1):
             try:
-                loop = asyncio.get_running_loop()
-                await asyncio.wait_for(
-                    loop.run_in_executor(self._pool, _apprise_send, url,
-                                         f"monitors: {monitor}", message),
-                    spec.timeout,
-                )
+                async with self._apprise_slots:
+                    await _apprise_send(url, f"monitors: {monitor}", message,
+                                        timeout=spec.timeout)
                 return attempt, ""
             except TimeoutError:
                 reason = f"no answer within {spec.timeout:g}s"

@@ -17,6 +17,9 @@ retried with exponential backoff and jitter, waiting at least ``Retry-After``
 other 4xx (and 3xx: redirects are not followed) fails at once. At most
 ``maxAttempts`` attempts within ``maxTime`` seconds in total: a wait that would
 pass ``maxTime`` (a long ``Retry-After`` included) ends the delivery as failed.
+Each attempt, the answer's body included, ends within ``timeout`` (and what is left of
+``maxTime``), and at most ``bounded.BODY_CAP`` bytes of the answer are held
+(``bounded.request``): an answer that never ends is a timed-out attempt.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from typing import Any
 import httpx
 
 from reconciler import __version__ as VERSION
+from reconciler.actions import bounded
 from reconciler.events import EXCERPT_CHARS, Event
 from reconciler.model import Monitor
 
@@ -155,8 +159,8 @@ async def post(
                 await pending
         wait_hint: float | None = None
         try:
-            resp = await client.post(
-                url,
+            resp = await bounded.request(  # body capped, whole attempt bounded
+                client, "POST", url, deadline=min(timeout, left),
                 content=data,
                 headers={**request_headers, "X-Monitors-Attempt": str(attempt)},
                 timeout=httpx.Timeout(min(timeout, left)),

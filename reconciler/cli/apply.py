@@ -143,7 +143,7 @@ def apply_now(ctx_obj: Any, *, wait: float, yes: bool = True, plan_file: Path | 
     from reconciler.client import control as client
     from reconciler.client import handover
     from reconciler.render import plan as render
-    from reconciler.render import style
+    from reconciler.render import style, terminal
 
     cfg = ctx_obj.settings()
     color = style.enabled(sys.stdout, no_color=no_color)
@@ -179,7 +179,8 @@ def apply_now(ctx_obj: Any, *, wait: float, yes: bool = True, plan_file: Path | 
     width = max(len(m.name) for m in report.monitors)
     for m in report.monitors:
         mark = style.paint(f"{m.status:<8}", color, fg=STATUS_STYLE.get(m.status))
-        click.echo(f"  {mark} {m.name:<{width}}  {m.action}: {m.detail}", color=color)
+        shown_line = terminal.escape(f"{m.name:<{width}}  {m.action}: {m.detail}")
+        click.echo(f"  {mark} {shown_line}", color=color)
     ok = sum(1 for m in report.monitors if m.status in ("ok", "stopped", "updated"))
     click.echo(render.errors_text(report.plan, color=color), nl=False, color=color)
     click.echo(f"Applied: {ok} of {len(report.monitors)} changes took"

@@ -14,6 +14,7 @@ import os
 import click
 
 from reconciler import errors
+from reconciler.render import terminal
 
 
 @click.group("channels")
@@ -58,5 +59,5 @@ def test(ctx: click.Context, name: str, as_json: bool) -> int:
             click.echo(f"{name}: sent a test message{status}")
         else:
             said = f": {'; '.join(outcome.detail)}" if outcome.detail else ""
-            click.echo(f"{name}: failed{status}{said}")
+            click.echo(terminal.escape(f"{name}: failed{status}{said}"))
     return errors.ExitCode.OK if outcome.ok else errors.ExitCode.ERROR

@@ -15,7 +15,9 @@ def command(ctx: click.Context, wide: bool, as_json: bool) -> int:
     when it is another device) on an indented line; --wide adds condition and owner columns."""
     from reconciler.client import views
     from reconciler.render import monitors as render
+    from reconciler.render import terminal
 
     data = views.rows(ctx.find_root().obj.settings())
-    click.echo(render.as_json(data) if as_json else render.listing(data, wide=wide), nl=False)
+    click.echo(render.as_json(data) if as_json
+               else terminal.escape(render.listing(data, wide=wide)), nl=False)
     return 0

@@ -13,6 +13,7 @@ import click
 
 from reconciler import errors, settings
 from reconciler.cli import params
+from reconciler.render import terminal
 
 # command name -> module under reconciler.cli (each exposes ``command``).
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -205,7 +206,7 @@ def run(argv: list[str] | None = None) -> int:
         e.show()
         return errors.ExitCode.ERROR
     except errors.MonitorsError as e:
-        click.echo(f"error: {e}", err=True)
+        click.echo(terminal.escape(f"error: {e}"), err=True)
         return e.exit_code
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)

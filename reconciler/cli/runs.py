@@ -28,13 +28,15 @@ def show(ctx: click.Context, name: str, *, what: Literal["runs", "logs"], limit:
     """
     from reconciler.client import views
     from reconciler.render import monitors as render
+    from reconciler.render import terminal
     from reconciler.state import direrrors
 
     read, text = {"runs": (views.runs, render.runs), "logs": (views.logs, render.logs)}[what]
     cfg = ctx.find_root().obj.settings()
     with direrrors.state_errors(cfg.state_dir):
         items = read(cfg, name, limit=limit)
-    click.echo(render.as_json(items) if as_json else text(name, items), nl=False)
+    click.echo(render.as_json(items) if as_json else terminal.escape(text(name, items)),
+               nl=False)
     return 0
 
 

@@ -20,6 +20,7 @@ import click
 
 from reconciler import errors
 from reconciler.model import ConditionMode, Monitor, MonitorName
+from reconciler.render import terminal
 from reconciler.settings import Settings
 
 OBSERVATION_LINES = 20
@@ -209,7 +210,7 @@ def _replay(monitor: Monitor, file: Path, as_json: bool) -> int:
                        "mismatch": r.mismatch} for r in results],
         }, indent=2, ensure_ascii=False))
     else:
-        click.echo(f"Replay: {monitor.name} ({len(steps)} steps from {file})")
+        click.echo(terminal.escape(f"Replay: {monitor.name} ({len(steps)} steps from {file})"))
         for r in results:
             what = r.step.error if r.step.error is not None else r.step.text or ""
             shown = json.dumps(what[:60], ensure_ascii=False)
@@ -217,7 +218,7 @@ def _replay(monitor: Monitor, file: Path, as_json: bool) -> int:
             line = f"  {r.step.index:>3}  {mark:<4}  {r.reason:<21}  {shown}"
             if r.mismatch:
                 line += f"\n       MISMATCH: {r.mismatch}"
-            click.echo(line)
+            click.echo(terminal.escape(line))
         click.echo(f"{len(steps)} steps, {fires} fire(s), {mismatches} mismatch(es)")
     return int(errors.ExitCode.ERROR) if mismatches else int(errors.ExitCode.OK)
 
@@ -248,7 +249,7 @@ def command(ctx: click.Context, name: str, as_json: bool, replay_file: Path | No
         return int(errors.ExitCode.ERROR) if failed else int(errors.ExitCode.OK)
     if result.error:
         raise errors.MonitorsError(f"{name}: source check failed: {result.error}")
-    click.echo(_text(result, preview), nl=False)
+    click.echo(terminal.escape(_text(result, preview)), nl=False)
     if render_error:
         raise errors.MonitorsError(f"{name}: the action would fail: {render_error}")
     return int(errors.ExitCode.OK)

@@ -16,10 +16,12 @@ def command(ctx: click.Context, name: str, fires: int, as_json: bool) -> int:
     current condition state and recent fires."""
     from reconciler.client import views
     from reconciler.render import monitors as render
+    from reconciler.render import terminal
     from reconciler.state import direrrors
 
     cfg = ctx.find_root().obj.settings()
     with direrrors.state_errors(cfg.state_dir):
         data = views.view(cfg, name, fires=fires)
-    click.echo(render.as_json(data) if as_json else render.view(data), nl=False)
+    click.echo(render.as_json(data) if as_json else terminal.escape(render.view(data)),
+               nl=False)
     return 0

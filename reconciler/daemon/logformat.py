@@ -15,6 +15,8 @@ import logging
 import sys
 from typing import Any, TextIO
 
+from reconciler.render import terminal
+
 LEVELS = ("debug", "info", "warning", "error")
 FORMATS = ("text", "json")
 
@@ -58,8 +60,8 @@ def setup(*, stream: TextIO | None = None, timestamps: bool = True, level: str =
         handler.setFormatter(JsonFormatter())
     else:
         datefmt = "%Y-%m-%d %H:%M:%S" if timestamps else "%H:%M:%S"
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(message)s",
-                                               datefmt=datefmt))
+        handler.setFormatter(terminal.EscapingFormatter("%(asctime)s %(levelname)-7s %(message)s",
+                                                        datefmt=datefmt))
     root = logging.getLogger("monitors")
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

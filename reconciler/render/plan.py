@@ -25,7 +25,7 @@ from typing import Any
 from reconciler import durations
 from reconciler.planning.diff import DURATION_FIELDS, SYMBOLS, Change, ChangeKind, FieldChange
 from reconciler.planning.plan import Plan
-from reconciler.render import style
+from reconciler.render import style, terminal
 
 COLORS: dict[ChangeKind, str] = {
     ChangeKind.START: "green",
@@ -67,7 +67,8 @@ def field_line(f: FieldChange) -> str:
 
 
 def _style(text: str, color: bool, *, fg: str | None = None, bold: bool = False) -> str:
-    return style.paint(text, color, fg=fg, bold=bold)
+    """``text`` escaped for the terminal (it may quote a name or value), then coloured."""
+    return style.paint(terminal.escape(text), color, fg=fg, bold=bold)
 
 
 def change_lines(change: Change, *, color: bool) -> list[str]:
@@ -77,15 +78,16 @@ def change_lines(change: Change, *, color: bool) -> list[str]:
     verb = VERBS[change.action]
     if change.held:
         verb = "would be stopped (HELD by the mass-stop guard)"
-    head = f"{symbol:>3} {_style(change.name, color, bold=True)} {verb}: {change.reason}"
+    esc = terminal.escape
+    head = f"{symbol:>3} {_style(change.name, color, bold=True)} {verb}: {esc(change.reason)}"
     if change.action is ChangeKind.RENAME and change.old_name:
         head = (f"{symbol:>3} {_style(change.name, color, bold=True)} {verb} from "
-                f"{change.old_name}: same fingerprint, state carried over")
+                f"{esc(change.old_name)}: same fingerprint, state carried over")
     if color:
         head = _style(f"{symbol:>3}", color, fg=fg, bold=True) + head[3:]
     lines = [head]
     for f in change.fields:
-        lines.append(f"      ~ {field_line(f)}")
+        lines.append(f"      ~ {esc(field_line(f))}")
     if change.error:
         lines.append(_style(f"      ! {change.error}", color, fg="red"))
     return lines
@@ -115,7 +117,7 @@ def text(plan: Plan, *, color: bool = False, show_unchanged: bool = False) -> st
         out.append("Not run on this device:")
         items = sorted(plan.excluded.items())
         for name, why in items[:MAX_EXCLUDED]:
-            out.append(f"    {name}: {why.reason}")
+            out.append(terminal.escape(f"    {name}: {why.reason}"))
         if len(items) > MAX_EXCLUDED:
             out.append(f"    ... and {len(items) - MAX_EXCLUDED} more (--json lists all)")
         out.append("")

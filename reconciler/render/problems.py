@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from reconciler.config import problems as P
 from reconciler.config.problems import Problem
 from reconciler.model import Severity
+from reconciler.render import terminal
 
 FORMATS = ("text", "json", "github")
 
@@ -32,7 +33,7 @@ def summary(problems: Sequence[Problem], *, monitors: int) -> str:
 def _text(problems: Sequence[Problem], monitors: int) -> str:
     lines = [p.format() for p in sorted(problems)]
     lines.append(summary(problems, monitors=monitors))
-    return "\n".join(lines) + "\n"
+    return terminal.escape("\n".join(lines) + "\n")
 
 
 def _json(problems: Sequence[Problem], monitors: int) -> str:

@@ -4,9 +4,10 @@
   flight are capped by ``SourceContext.http_slots``.
 * ``timeout`` is a deadline for the whole request, body included, so a slowly
   dripping body cannot stretch a poll past it.
-* Header values may use ``${ENV}``; they are expanded here, each value is registered
-  with ``SourceContext.redactor`` (so an endpoint echoing it shows ``***``), and they
-  are never printed (``redacted_headers`` for display).
+* The URL and header values may use ``${ENV}``; they are expanded here, each value is
+  registered with ``SourceContext.redactor`` (so an endpoint echoing it shows ``***``), and they
+  are never printed (``redacted_headers`` for display; the URL is shown redacted in
+  errors and ``meta.url``).
 * Redirects are not followed unless ``followRedirects: true``; TLS is verified.
 * DNS, connect, TLS, protocol and timeout failures are check errors whose message
   names the exception class; the body is capped at ``maxBytes`` (``truncated``).
@@ -124,14 +125,23 @@ def expand_headers(headers: Mapping[str, str], ctx: SourceContext) -> dict[str, 
     return {name: ctx.expand(value, where=f"header {name}") for name, value in headers.items()}
 
 
-def check_url(url: str) -> httpx.URL:
+def check_url(url: str, shown: str | None = None) -> httpx.URL:
     """Parse ``url`` for a GET: http(s), a host, a port in 0-65535.
+
+    Args:
+        shown: ``url`` as messages may show it (redacted; default ``url``).
 
     Raises:
         errors.SourceError: kind ``url``, permanent, one line naming what is wrong.
     """
     import httpx
 
+    if shown is not None and shown != url:
+        try:
+            return check_url(url)
+        except errors.SourceError as e:
+            raise errors.SourceError(str(e).replace(url, shown), kind="url",
+                                     permanent=True) from None
     try:
         parsed = httpx.URL(url)
     except (httpx.InvalidURL, ValueError, TypeError) as e:
@@ -218,8 +228,10 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
 
     spec = monitor.source
     assert isinstance(spec, HttpSpec)
-    url, timeout, limit = spec.url, spec.timeout, spec.max_bytes
-    check_url(url)
+    target = ctx.expand(spec.url, where="url")  # ${NAME}s: sent, never shown
+    url = ctx.redactor.redact(target)
+    timeout, limit = spec.timeout, spec.max_bytes
+    check_url(target, url)
     headers = expand_headers(spec.headers, ctx)
     check_headers(headers)
     body = process.Capped(limit)
@@ -228,7 +240,7 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
         try:
             async with asyncio.timeout(timeout):
                 async with ctx.http.stream(
-                    "GET", url, headers=headers,
+                    "GET", target, headers=headers,
                     follow_redirects=spec.follow_redirects,
                     timeout=httpx.Timeout(timeout),
                 ) as response:
@@ -237,7 +249,7 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
                         if body.truncated:
                             break
                     status = response.status_code
-                    final_url = str(response.url)
+                    final_url = ctx.redactor.redact(str(response.url))
                     encoding = response.encoding or "utf-8"
                     content_type = response.headers.get("content-type", "")
                     location = response.headers.get("location")
@@ -248,17 +260,19 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
         except (httpx.InvalidURL, httpx.UnsupportedProtocol) as e:
             # ``url`` passed check_url: this came from a redirect's Location, which the
             # server may fix, so it is not permanent.
-            raise errors.SourceError(f"GET {url}: {e}", kind="url") from None
+            raise errors.SourceError(f"GET {url}: {ctx.redactor.redact(str(e))}",
+                                     kind="url") from None
         except (ValueError, TypeError, OverflowError, ExceptionGroup) as e:
             # What httpx/anyio let through for input they cannot use (an IDNA label, a
             # redirect to port 99999, raised as an ExceptionGroup by the connect race):
             # one line, never a traceback.
             leaf = _leaf(e)
-            raise errors.SourceError(f"GET {url}: {type(leaf).__name__}: {leaf}",
-                                     kind="url") from None
+            raise errors.SourceError(
+                f"GET {url}: {type(leaf).__name__}: {ctx.redactor.redact(str(leaf))}",
+                kind="url") from None
         except httpx.HTTPError as e:
             kind = _classify(e)
-            detail = str(e) or type(e).__name__
+            detail = ctx.redactor.redact(str(e) or type(e).__name__)
             raise errors.SourceError(
                 f"GET {url}: {type(e).__name__}: {detail}", kind=kind
             ) from e

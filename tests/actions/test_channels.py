@@ -4,12 +4,15 @@ against a real loopback HTTP server (Apprise's ``json://`` channel)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import time
 
 import pytest
 
 from reconciler.actions import channels
 from tests.actions.conftest import Receiver, refused_port
-from tests.conftest import Repo, run_cli
+from tests.conftest import Repo, console_script, run_cli
+from tests.engine.helpers import endless_server
 
 GOOD = "source: {type: file, path: /etc/hostname}\naction: {type: notify}\n"
 
@@ -125,3 +128,18 @@ def test_cached_answers_report_the_same_and_a_broken_cache_is_ignored(repo: Repo
     assert run_cli(["lint"], repo=repo).stdout == first.stdout  # from the cache
     channels.cache_path().write_text("{not json")
     assert run_cli(["lint"], repo=repo).stdout == first.stdout
+
+
+def test_channels_test_against_an_endless_answer_ends_at_the_timeout(repo: Repo) -> None:
+    # Apprise reads the whole answer and sends from its own thread pool, which Python
+    # joins at exit: before, the command reported at 2s and then hung, reading, until
+    # the server stopped (4 GB in 9 s against an unthrottled one)
+    with endless_server() as url:
+        (repo.root / "monitors.toml").write_text(
+            f'[channels.big]\nurl = "{url.replace("http://", "json://")}/"\ntimeout = "2s"\n')
+        started = time.monotonic()
+        r = subprocess.run([console_script(), "--root", str(repo.root), "channels", "test",
+                            "big"], capture_output=True, text=True, timeout=60)
+        took = time.monotonic() - started
+    assert (r.returncode, r.stdout) == (1, "big: failed: no answer within 2s\n"), r.stderr
+    assert took < 6

@@ -166,3 +166,57 @@ def reply(handler: http.server.BaseHTTPRequestHandler, status: int, body: bytes,
     handler.send_header("Content-Length", str(len(body)))
     handler.end_headers()
     handler.wfile.write(body)
+
+
+@contextmanager
+def endless_server(*, rate: int = 16 << 20, seconds: float = 20.0) -> Iterator[str]:
+    """A server on 127.0.0.1 whose every answer (GET or POST) is ``200`` and a body that
+    does not end: ``rate`` bytes a second until the client goes away or ``seconds`` pass
+    (the bound that keeps a test against unfixed code from exhausting memory)."""
+    chunk = b"x" * (64 << 10)
+
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            started = time.monotonic()
+            sent = 0
+            while time.monotonic() - started < seconds:
+                try:
+                    self.wfile.write(chunk)
+                except OSError:
+                    return
+                sent += len(chunk)
+                ahead = sent / rate - (time.monotonic() - started)
+                if ahead > 0:
+                    time.sleep(ahead)
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.do_GET()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    class Server(http.server.ThreadingHTTPServer):
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            pass
+
+    server = Server(("127.0.0.1", 0), H)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def rss_bytes() -> int:
+    """This process's resident set size (``VmRSS`` of /proc/self/status), in bytes."""
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS in /proc/self/status")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import http.server
 import time
 from typing import Any
@@ -13,7 +14,7 @@ from reconciler import errors
 from reconciler.model import Observation
 from reconciler.sources import http
 from reconciler.sources.context import SourceContext
-from tests.engine.helpers import free_port, http_server, monitor, reply
+from tests.engine.helpers import endless_server, free_port, http_server, monitor, reply, rss_bytes
 
 
 def ok(h: http.server.BaseHTTPRequestHandler) -> None:
@@ -140,3 +141,53 @@ def test_dns_failure_is_classified() -> None:
         get("http://no-such-host.invalid/", timeout="5s")
     assert info.value.kind in {"dns", "connect"}
     assert "ConnectError" in str(info.value)
+
+
+QSEC, PWSEC = "q-s3cret-value", "pw-s3cret-value"
+
+
+def test_url_expands_env_sends_it_and_shows_it_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
+    # README "Secrets": ${NAME} in a source's url is expanded (and registered), in the
+    # query and in the userinfo (sent as Basic auth); meta and errors show only ***
+    seen: list[tuple[str, str | None]] = []
+
+    def echo(h: http.server.BaseHTTPRequestHandler) -> None:
+        seen.append((h.requestline, h.headers.get("Authorization")))
+        reply(h, 200, b"ok")
+
+    def hop(h: http.server.BaseHTTPRequestHandler) -> None:
+        reply(h, 302, b"", {"Location": "/echo?" + h.path.partition("?")[2]})
+
+    monkeypatch.setenv("QSEC", QSEC)
+    monkeypatch.setenv("PWSEC", PWSEC)
+    with http_server({"/echo": echo, "/hop": hop}) as url:
+        host = url.removeprefix("http://")
+        assert get(url + "/echo?q=${QSEC}").text == "200\nok"
+        get(f"http://user:${{PWSEC}}@{host}/echo")
+        obs = get(url + "/hop?q=${QSEC}", followRedirects=True)
+    assert seen[0][0] == f"GET /echo?q={QSEC} HTTP/1.1"
+    assert seen[1][1] == "Basic " + base64.b64encode(f"user:{PWSEC}".encode()).decode()
+    assert seen[2][0] == f"GET /echo?q={QSEC} HTTP/1.1"
+    assert obs.meta["url"].endswith("/echo?q=***") and QSEC not in repr(obs.meta)
+    with pytest.raises(errors.SourceError) as info:
+        get(f"http://user:${{PWSEC}}@127.0.0.1:{free_port()}/?q=${{QSEC}}")
+    assert info.value.kind == "connect"
+    assert QSEC not in str(info.value) and PWSEC not in str(info.value)
+    assert "q=***" in str(info.value)
+
+
+def test_unset_env_in_url_is_check_error_naming_variable() -> None:
+    with pytest.raises(errors.SourceError, match="url: environment variable "
+                       "NO_SUCH_VAR_U is not set") as info:
+        get("http://127.0.0.1:9/?q=${NO_SUCH_VAR_U}")
+    assert info.value.kind == "config"
+
+
+def test_endless_body_is_capped_at_max_bytes_in_bounded_time_and_memory() -> None:
+    before = rss_bytes()
+    started = time.monotonic()
+    with endless_server() as url:
+        obs = get(url + "/", maxBytes=100_000, timeout="5s")
+    assert obs.meta["truncated"] is True and len(obs.text) == len("200\n") + 100_000
+    assert time.monotonic() - started < 5
+    assert rss_bytes() - before < 64 << 20
