@@ -130,7 +130,8 @@ def load(
 
     Raises:
         errors.ConfigError: no repository root found, the root is not a directory
-            (naming its source and path), ``monitors.toml`` is invalid, or an explicit
+            (naming its source and path), its path is not valid UTF-8,
+            ``monitors.toml`` is invalid, or an explicit
             or configured device name does not match ``DEVICE_PATTERN``.
     """
     if root is None:
@@ -146,6 +147,12 @@ def load(
     if not root.is_dir():
         what = "not a directory" if root.exists() else "no such directory"
         raise errors.ConfigError(f"{given} (from {root_source}): {what}")
+    try:
+        str(root).encode("utf-8")
+    except UnicodeEncodeError:
+        shown = str(root).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        raise errors.ConfigError(f"{shown}: the repository path is not valid UTF-8; rename "
+                                 f"or move the repository") from None
     toml = read_toml(root / SETTINGS_FILE)
     layers = toml.get("layers", {}) if isinstance(toml.get("layers"), dict) else {}
     user_dir = root / str(layers.get("user", USER_DIR))
