@@ -273,3 +273,20 @@ def test_merge_duplicate_names_the_other_line() -> None:
     assert [p.format() for p in problems] == [
         "f.yml:3:3: error: m.match: duplicate key 'match': the merge (<<) at line 2 also sets "
         "it; YAML would silently keep this one [duplicate-key]"]
+
+
+@pytest.mark.parametrize(("text", "line", "col"), [
+    ('description: "é\x00b"\n', 1, 16),
+    ("a: 1\nb: 'é\x1b[31m'\n", 2, 6),
+    ("a: 1\nb: x\x7f\n", 2, 5),
+])
+def test_an_unacceptable_character_is_one_line_at_its_position(text: str, line: int,
+                                                               col: int) -> None:
+    """libyaml's ReaderError (a NUL, ESC, DEL) printed two lines, the second ``in
+    "<unicode string>", position N``, at 1:1."""
+    doc, problems = yamlload.parse(text.encode(), file="f.yml")
+    assert doc is None and len(problems) == 1
+    p = problems[0]
+    assert (p.line, p.col, p.rule) == (line, col, "yaml-syntax")
+    assert "\n" not in p.format() and "<unicode string>" not in p.message
+    assert p.message.startswith("invalid YAML: unacceptable character U+00")
