@@ -75,6 +75,16 @@ def test_pause_until_time_is_bounded(one: Repo, until: str) -> None:
                   "time accepted")
 
 
+@pytest.mark.parametrize("until", ["0001-01-01", "0001-01-01T00:00:00",
+                                   "0001-01-01T00:00:00+14:00", "1969-12-31T23:59:59Z"])
+def test_pause_until_time_is_bounded_on_the_early_side(one: Repo, until: str) -> None:
+    """Year 1 raised ``ValueError: year 0 is out of range`` (exit 3), or with +14:00 said
+    it was later than the latest time."""
+    _refused(one, ["pause", "x", "--until", until],
+             line=f"error: --until: {until!r} is earlier than 1970-01-01T00:00:00Z, the "
+                  "earliest time accepted")
+
+
 def test_pause_until_within_bounds_still_works(one: Repo) -> None:
     r = run_cli(["pause", "x", "--until", "3650d"], repo=one)
     assert r.exit_code == 0, r.output

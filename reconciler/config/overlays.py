@@ -49,7 +49,8 @@ def parse_until(text: str) -> datetime:
     (midnight UTC). ``Z`` is accepted for UTC.
 
     Raises:
-        durations.OutOfRange: later than ``durations.LATEST`` (a ``ValueError``).
+        durations.OutOfRange: later than ``durations.LATEST`` or earlier than
+            ``durations.EARLIEST`` (a ``ValueError``).
         ValueError: not ISO-8601, or a date-time without a time zone.
     """
     text = text.strip()
