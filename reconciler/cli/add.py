@@ -21,6 +21,7 @@ import click
 from reconciler import errors
 from reconciler import fleet as fleet_mod
 from reconciler.cli.overlay_cmds import load, run_apply, settings_of, shown
+from reconciler.cli.params import INTEGER
 from reconciler.config import authoring, normalize, writer
 from reconciler.planning import placement
 from reconciler.settings import Settings
@@ -84,7 +85,7 @@ def _lint_or_undo(settings: Settings, path: Path, created_dirs: list[Path], *,
 @click.argument("name")
 @click.option("--poll", nargs=2, metavar="CMD INTERVAL", help="Re-run CMD every INTERVAL.")
 @click.option("--watch", metavar="CMD", help="Each stdout line of a long-running CMD.")
-@click.option("--watch-pid", type=int, metavar="PID", help="Fire when process PID exits.")
+@click.option("--watch-pid", type=INTEGER, metavar="PID", help="Fire when process PID exits.")
 @click.option("--poll-http", nargs=2, metavar="URL INTERVAL", help="GET URL every INTERVAL.")
 @click.option("--watch-file", metavar="PATH", help="A file's content (or a directory listing).")
 @click.option("--watch-device", metavar="NAME", help="A fleet device's reachability.")
