@@ -49,13 +49,15 @@ MAX_BYTES = 1024 * 1024
 """Largest monitor or overlay file accepted (1 MiB)."""
 
 MAX_NODES = 10_000
+"""Largest number of values one document may construct, aliases expanded: past it,
+``yaml-aliases`` when an alias repeated a collection (an alias bomb), else
+``too-many-values``."""
 
 MAX_DEPTH = 64
 """Most collections nested inside one another in a document, the top-level mapping
 included. A monitor needs about 4; ``jsonschema_rs`` fails on instances nested
 past about 250 levels, and Python's recursion limit (1000 frames) must not be
 reached while building (two frames per mapping level): 64 stays below both."""
-"""Largest number of values one document may construct, aliases expanded."""
 
 _STR = "tag:yaml.org,2002:str"
 _INT = "tag:yaml.org,2002:int"
@@ -255,20 +257,28 @@ class _Builder:
         self.text = text
         self.count = 0
         self.active: set[int] = set()
+        self.built: set[int] = set()  # collections built so far (an alias repeats one)
+        self.aliased = False
         self.problems: list[Problem] = []
         self.surprises: dict[Path_, Surprise] = {}
 
     def build(self, node: yaml.Node, path: Path_) -> Any:
         self.count += 1
         if self.count > MAX_NODES:
-            raise _Limit(f"more than {MAX_NODES} values after expanding aliases "
-                         f"(an alias bomb?)", "yaml-aliases", path)
+            if self.aliased:
+                raise _Limit(f"more than {MAX_NODES} values after expanding aliases "
+                             f"(an alias bomb?)", "yaml-aliases", path)
+            raise _Limit(f"too many values: more than {MAX_NODES} in one document (lists, "
+                         f"mappings and scalars)", "too-many-values", path)
         cls = node.__class__
         if cls is _SCALAR_NODE:
             return self.scalar(node, path)  # type: ignore[arg-type]
         ident = id(node)
         if ident in self.active:
             raise _Limit("recursive alias: a node contains itself", "yaml-aliases", path)
+        if ident in self.built:  # a collection built twice: an alias expands it again
+            self.aliased = True
+        self.built.add(ident)
         if len(path) >= MAX_DEPTH:
             raise _Limit(f"nested deeper than {MAX_DEPTH} levels (lists and mappings inside "
                          f"one another)", "yaml-depth", path, node)

@@ -187,6 +187,15 @@ def test_recursive_alias_is_refused() -> None:
     assert doc is None and problems == [(1, 1, "yaml-aliases")]
 
 
+def test_many_plain_values_are_too_many_values_without_blaming_aliases() -> None:
+    """40,000 labels said "after expanding aliases (an alias bomb?)" with no alias."""
+    doc, problems = yamlload.parse(
+        ("labels:\n" + "".join(f"  - l{i}\n" for i in range(40_000))).encode(), file="f.yml")
+    assert doc is None and [(p.line, p.col, p.rule) for p in problems] == [
+        (1, 1, "too-many-values")]
+    assert "alias" not in problems[0].message and "too many values" in problems[0].message
+
+
 def test_alias_bomb_ends_fast() -> None:
     rows = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
     for prev, cur in zip("abcdefgh", "bcdefghi", strict=True):
