@@ -232,3 +232,20 @@ def test_deeply_nested_fleet_file_is_one_problem(tmp_path: Path, depth: int) -> 
     assert [(p.rule, p.severity.value) for p in found] == [("yaml-depth", "error")]
     with pytest.raises(errors.ConfigError, match="nested deeper than 64"):
         fleet.load(path)
+
+
+def test_fleet_addresses_must_be_host_and_port(tmp_path: Path) -> None:
+    """``x:99999`` and ``nohostport`` passed lint and plan."""
+    path = tmp_path / "fleet.yaml"
+    path.write_text("devices:\n  - {name: a, address: 'x:99999'}\n"
+                    "  - {name: b, address: nohostport}\n  - {name: c, address: 'h:８０'}\n"
+                    "  - {name: d, address: 'h:80'}\n  - {name: e, address: '[::1]:7'}\n")
+    found = [(p.line, p.col, p.field, p.rule, p.message)
+             for p in settings_check.fleet_problems(path)]
+    assert found == [
+        (2, 24, "devices.0.address", "bad-address",
+         "address 'x:99999': port 99999 is outside 1-65535"),
+        (3, 24, "devices.1.address", "bad-address", "address 'nohostport' is not host:port"),
+        (4, 24, "devices.2.address", "bad-address", "address 'h:８０' is not host:port")]
+    with pytest.raises(errors.ConfigError, match=r"fleet.yaml:2:24: devices.0.address: "):
+        fleet.load(path)
