@@ -62,8 +62,8 @@ RULES: dict[str, str] = {
     "shadowed-redundant": "a user monitor repeats the built-in it shadows (delete it)",
     "shadowed-diverged": "a user monitor shadows a built-in and differs from it",
     "coverage": "a match regex names only a success token: silence is not success",
-    "ignored-path": "a layer holds a sub-directory, a dangling symlink or a non-file named "
-                    "*.yml: the loader never reads it",
+    "ignored-path": "a layer holds a sub-directory, a dangling symlink, or a symlink to (or "
+                    "a) device, FIFO or socket named *.yml: the loader never reads it",
     "unknown-device": "a device source or owner pin names a device the fleet file lacks",
     "bad-address": "a fleet device's address is not host:port with a port in 1-65535",
     "bad-url": "a url does not parse (bad port, bad IPv6 literal, no host)",
