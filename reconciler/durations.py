@@ -6,8 +6,9 @@ Compound forms (``1h30m``) are accepted too, as in Go's ``time.ParseDuration``.
 
 Bounds live here, and only here, so the CLI and the files agree: no duration is
 longer than ``MAX_SECONDS`` (3650d, about ten years) and no point in time (a
-pause's ``until``) is later than ``LATEST``. Past them, timers, socket timeouts and
-date arithmetic overflow (``OverflowError``) long before anyone could mean it.
+pause's ``until``) is later than ``LATEST`` or earlier than ``EARLIEST``. Past them,
+timers, socket timeouts and date arithmetic overflow (``OverflowError``) long before
+anyone could mean it.
 """
 
 from __future__ import annotations
@@ -32,11 +33,15 @@ MAX_SECONDS = 3650 * 86400.0
 """The longest duration accepted anywhere (``3650d``): flags and files alike."""
 LATEST = dt.datetime(9000, 1, 1, tzinfo=dt.UTC)
 """The latest point in time accepted anywhere (a pause's ``until``)."""
+EARLIEST = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+"""The earliest point in time accepted anywhere (the Unix epoch): before it, converting
+a time near year 1 to UTC leaves the calendar (``ValueError: year 0 is out of range``)."""
 _MAX_DIGITS = 20  # more digits than any duration under MAX_SECONDS in ms
 
 
 class OutOfRange(ValueError):
-    """A well-formed duration or time past its bound (``MAX_SECONDS``, ``LATEST``)."""
+    """A well-formed duration or time past its bound (``MAX_SECONDS``, ``LATEST``,
+    ``EARLIEST``)."""
 
 
 def parse(value: object) -> float:
@@ -91,19 +96,27 @@ def too_long(value: object) -> str:
 
 
 def check_time(moment: dt.datetime, text: str) -> dt.datetime:
-    """Return the aware ``moment`` (written ``text``) in UTC, when not later than ``LATEST``.
+    """Return the aware ``moment`` (written ``text``) in UTC, when between ``EARLIEST``
+    and ``LATEST``.
 
     Raises:
-        OutOfRange: later than ``LATEST``, or too late to convert to UTC at all
-            (``9999-12-31T23:59:59-12:00``).
+        OutOfRange: later than ``LATEST`` or earlier than ``EARLIEST``, also when too
+            close to either end of the calendar to convert to UTC at all
+            (``9999-12-31T23:59:59-12:00``, ``0001-01-01T00:00:00+14:00``).
     """
     try:
-        utc = moment.astimezone(dt.UTC)
-    except OverflowError:
+        utc: dt.datetime | None = moment.astimezone(dt.UTC)
+    except (OverflowError, ValueError):  # past year 9999 or before year 1 once in UTC
         utc = None
-    if utc is None or utc > LATEST:
+    late = utc > LATEST if utc is not None else moment.year > 5000
+    early = utc < EARLIEST if utc is not None else moment.year <= 5000
+    if late:
         raise OutOfRange(f"{text!r} is later than {LATEST.isoformat().replace('+00:00', 'Z')}, "
                          "the latest time accepted")
+    if early or utc is None:
+        raise OutOfRange(f"{text!r} is earlier than "
+                         f"{EARLIEST.isoformat().replace('+00:00', 'Z')}, the earliest time "
+                         "accepted")
     return utc
 
 

@@ -45,6 +45,22 @@ class Fleet:
         return next((d for d in self.devices if d.interactive), None)
 
 
+def split_address(address: str) -> tuple[str, int]:
+    """A device's control address ``host:port`` (``[v6]:port`` too) -> ``(host, port)``.
+
+    Raises:
+        ValueError: no host or no port, a port not in ASCII digits, or a port outside
+            1-65535 (TCP, RFC 793); the message names the address.
+    """
+    host, sep, port = address.rpartition(":")
+    if not sep or not (port.isascii() and port.isdigit()) or not host.strip("[]") \
+            or any(c.isspace() for c in host):
+        raise ValueError(f"address {address!r} is not host:port")
+    if not 0 < int(port) <= 65535:
+        raise ValueError(f"address {address!r}: port {int(port)} is outside 1-65535")
+    return host.strip("[]"), int(port)
+
+
 def schema() -> dict[str, Any]:
     """The fleet file's JSON Schema (draft 2020-12) as a dict."""
     from reconciler.config import schemas

@@ -83,7 +83,8 @@ def read_toml(path: Path) -> dict[str, Any]:
     """Parse ``monitors.toml``; a missing file is an empty table.
 
     Raises:
-        errors.ConfigError: ``path:line:col: message`` for invalid TOML.
+        errors.ConfigError: ``path:line:col: message`` for invalid TOML, or for arrays
+            and tables nested deeper than ``MAX_DEPTH``.
     """
     try:
         data = path.read_bytes()
@@ -92,9 +93,19 @@ def read_toml(path: Path) -> dict[str, Any]:
     except OSError as e:
         raise errors.ConfigError(f"{path}: cannot read: {e.strerror}") from e
     try:
-        return tomllib.loads(data.decode("utf-8"))
+        text = data.decode("utf-8")
+        deep = _too_deep(text)
+        if deep is not None:
+            raise errors.ConfigError(f"{path}:{deep[0]}:{deep[1]}: arrays and inline tables "
+                                     f"nested deeper than {MAX_DEPTH} levels")
+        table = tomllib.loads(text)
+        if _depth(table) > MAX_DEPTH:  # dotted keys nest without brackets
+            raise errors.ConfigError(f"{path}: tables nested deeper than {MAX_DEPTH} levels")
+        return table
     except UnicodeDecodeError as e:
         raise errors.ConfigError(f"{path}: not UTF-8 (byte {e.start})") from e
+    except RecursionError as e:  # pragma: no cover - _too_deep and MAX_DEPTH stop it before
+        raise errors.ConfigError(f"{path}: nested too deeply") from e
     except tomllib.TOMLDecodeError as e:
         # tomllib (3.11-3.13) puts the position in the message: "... (at line 3, column 5)"
         message = str(e)
@@ -103,6 +114,66 @@ def read_toml(path: Path) -> dict[str, Any]:
             raise errors.ConfigError(f"{path}: invalid TOML: {message}") from e
         raise errors.ConfigError(f"{path}:{at.group(1)}:{at.group(2)}: invalid TOML: "
                                  f"{message[:at.start()].rstrip()}") from e
+
+
+MAX_DEPTH = 64
+"""Most tables and arrays nested inside one another in ``monitors.toml`` (as
+``yamlload.MAX_DEPTH`` for YAML): deeper input would hit tomllib's recursion (about 500
+levels) or the schema validator's limit (about 250) and end in a traceback."""
+
+
+def _too_deep(text: str) -> tuple[int, int] | None:
+    """1-based ``(line, col)`` of the first ``[`` or ``{`` nested deeper than ``MAX_DEPTH``
+    in the TOML ``text`` (strings and comments skipped, per TOML 1.0), or None. A
+    linear scan: it must not recurse on the input it guards against."""
+    line = 1
+    start = i = 0
+    n = len(text)
+    depth = 0
+    while i < n:
+        c = text[i]
+        if c == "\n":
+            line, start = line + 1, i + 1
+        elif c == "#":
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        elif c in "\"'":
+            quote = text[i:i + 3] if text[i:i + 3] in ('"""', "'''") else c
+            j = i + len(quote)
+            while j < n and not text.startswith(quote, j):
+                if text[j] == "\\" and c == '"':
+                    j += 1
+                elif text[j] == "\n":
+                    if len(quote) == 1:
+                        break  # an unterminated string: tomllib reports it
+                    line, start = line + 1, j + 1
+                j += 1
+            i = j + len(quote)
+            continue
+        elif c in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return line, i - start + 1
+        elif c in "]}":
+            depth = max(depth - 1, 0)
+        i += 1
+    return None
+
+
+def _depth(value: Any) -> int:
+    """How many tables and arrays ``value`` holds inside one another, itself not counted
+    (iterative)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            if level <= MAX_DEPTH:
+                stack.extend((v, level + 1) for v in (item.values() if isinstance(item, dict)
+                                                       else item))
+    return deepest
 
 
 _TOML_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
@@ -130,8 +201,9 @@ def load(
 
     Raises:
         errors.ConfigError: no repository root found, the root is not a directory
-            (naming its source and path), ``monitors.toml`` is invalid or another user
-            could have written it (``config.trust``, rule ``unsafe-permissions``), or an explicit
+            (naming its source and path), its path is not valid UTF-8,
+            ``monitors.toml`` is invalid or another user could have written it
+            (``config.trust``, rule ``unsafe-permissions``), or an explicit
             or configured device name does not match ``DEVICE_PATTERN``.
     """
     if root is None:
@@ -147,6 +219,12 @@ def load(
     if not root.is_dir():
         what = "not a directory" if root.exists() else "no such directory"
         raise errors.ConfigError(f"{given} (from {root_source}): {what}")
+    try:
+        str(root).encode("utf-8")
+    except UnicodeEncodeError:
+        shown = str(root).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        raise errors.ConfigError(f"{shown}: the repository path is not valid UTF-8; rename "
+                                 f"or move the repository") from None
     toml = read_toml(root / SETTINGS_FILE)
     if toml:
         from reconciler.config import trust

@@ -205,12 +205,12 @@ def invalid_errors(result: Any) -> dict[MonitorName, str]:
     """name -> the first error line of each invalid monitor file of a ``LoadResult``."""
     out: dict[MonitorName, str] = {}
     for name, file in dict(getattr(result, "invalid", {}) or {}).items():
-        wanted = Path(file).resolve()
+        wanted = os.path.abspath(file)  # not resolve(): a symlink loop raises there
         message = f"{file}: invalid"
         for problem in sorted(result.problems):
             if str(getattr(problem, "severity", "")) != "error":
                 continue
-            if Path(problem.file).resolve() == wanted:
+            if os.path.abspath(problem.file) == wanted:
                 message = problem.format()
                 break
         out[MonitorName(name)] = message

@@ -75,6 +75,16 @@ def test_pause_until_time_is_bounded(one: Repo, until: str) -> None:
                   "time accepted")
 
 
+@pytest.mark.parametrize("until", ["0001-01-01", "0001-01-01T00:00:00",
+                                   "0001-01-01T00:00:00+14:00", "1969-12-31T23:59:59Z"])
+def test_pause_until_time_is_bounded_on_the_early_side(one: Repo, until: str) -> None:
+    """Year 1 raised ``ValueError: year 0 is out of range`` (exit 3), or with +14:00 said
+    it was later than the latest time."""
+    _refused(one, ["pause", "x", "--until", until],
+             line=f"error: --until: {until!r} is earlier than 1970-01-01T00:00:00Z, the "
+                  "earliest time accepted")
+
+
 def test_pause_until_within_bounds_still_works(one: Repo) -> None:
     r = run_cli(["pause", "x", "--until", "3650d"], repo=one)
     assert r.exit_code == 0, r.output
@@ -115,21 +125,45 @@ def test_text_params_cover_every_command_that_takes_text() -> None:
     assert len(TEXT_PARAMS) > 35
 
 
+@pytest.mark.parametrize(("bad", "why"), [
+    (BAD_TEXT, "not valid UTF-8 (byte 0xff at position 2)"),
+    ("ok\x1b[31m", "control character U+001B at position 2"),  # C0
+    ("ok\x7f", "control character U+007F at position 2"),  # DEL
+    ("ok\x9b", "control character U+009B at position 2"),  # C1 (CSI)
+])
 @pytest.mark.parametrize(("path", "param"), TEXT_PARAMS)
-def test_text_that_is_not_utf8_is_refused_naming_the_option(
-        one: Repo, path: list[str], param: click.Parameter) -> None:
+def test_text_that_is_not_utf8_or_holds_a_control_character_is_refused_naming_the_option(
+        one: Repo, path: list[str], param: click.Parameter, bad: str, why: str) -> None:
     if isinstance(param, click.Argument):
-        args, name = [*path, BAD_TEXT], param.human_readable_name
+        args, name = [*path, bad], param.human_readable_name
     else:
         assert isinstance(param, click.Option)
         needs_name = any(isinstance(p, click.Argument) and p.required
                          for p in _command(path).params)
-        values = [BAD_TEXT] + ["5s"] * (param.nargs - 1)
+        values = [bad] + ["5s"] * (param.nargs - 1)
         args = [*path, *(["x"] if needs_name else []), param.opts[-1], *values]
         name = next(o for o in param.opts if o.startswith("--"))
         if not path:  # a global option goes before a command
             args = [*args, "list"]
-    _refused(one, args, line=f"error: {name}: not valid UTF-8 (byte 0xff at position 2)")
+    _refused(one, args, line=f"error: {name}: {why}")
+
+
+def test_tab_and_newline_are_accepted_and_the_overlay_loads(one: Repo) -> None:
+    r = run_cli(["pause", "x", "--until", "2h", "--reason", "a\tb\nc"], repo=one)
+    assert r.exit_code == 0, r.output
+    assert run_cli(["lint"], repo=one).exit_code == 0
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    (["add", "z", "--watch-pid", "\uff11\uff12", "--notify"],
+     "error: --watch-pid: expected an integer written with the digits 0-9, got '\uff11\uff12'"),
+    (["add", "z", "--poll", "echo", "5s", "--rate-limit", "\u0665/1m", "--notify"],
+     "error: --rate-limit: expected MAX/DURATION such as 5/1m, got '\u0665/1m'"),
+])
+def test_integers_in_other_scripts_digits_are_refused(one: Repo, args: list[str],
+                                                      line: str) -> None:
+    """``int()`` takes any script's decimal digits (``１２``, ``٥``); durations do not."""
+    _refused(one, args, line=line)
 
 
 def _command(path: list[str]) -> click.Command:
@@ -153,6 +187,8 @@ def test_device_from_the_environment_is_named_as_such(one: Repo) -> None:
      "error: --poll: not valid UTF-8 (byte 0xff at position 5)"),
     ([b"pause", b"x", b"--reason", b"\xff"],
      "error: --reason: not valid UTF-8 (byte 0xff at position 0)"),
+    ([b"pause", b"x", b"--until", b"2h", b"--reason", b"a\x1b[31mred\x07"],
+     "error: --reason: control character U+001B at position 1"),
 ])
 def test_the_issue_inputs_through_a_real_argv(one: Repo, argv: list[bytes], line: str) -> None:
     before = _tree(one.root)

@@ -89,6 +89,16 @@ def test_overlay_until_is_bounded_at_lint(repo: Repo) -> None:
            "than 9000-01-01T00:00:00Z, the latest time accepted [bad-until]" in r.stdout
 
 
+def test_overlay_until_is_bounded_on_the_early_side_at_lint(repo: Repo) -> None:
+    repo.write("monitors.d/m.yml", FIELDS["rateLimit.per"] % "1m")
+    repo.write("monitors.d/overlays/m.yml",
+               "monitor: m\npause:\n  reason: r\n  until: '0001-01-01T00:00:00+14:00'\n")
+    r = run_cli(["lint"], repo=repo)
+    assert r.exit_code == 1, r.output
+    assert "overlays/m.yml:4:10: error: pause.until: '0001-01-01T00:00:00+14:00' is earlier " \
+           "than 1970-01-01T00:00:00Z, the earliest time accepted [bad-until]" in r.stdout
+
+
 def test_settings_durations_are_bounded(repo: Repo) -> None:
     repo.write("monitors.toml", '[agents.a]\nargv = ["echo", "{prompt}"]\ntimeout = "3000000w"\n')
     r = run_cli(["lint"], repo=repo)

@@ -212,6 +212,33 @@ def test_invalid_monitors_toml_sections_are_one_problem(repo: Repo) -> None:
             "'not a list' [schema]") in r.stdout
 
 
+def test_a_schema_error_in_monitors_toml_hides_no_other_problem(repo: Repo) -> None:
+    """Unknown references and a [channels.log] redefinition were reported only once the
+    schema error (devce) was fixed: a second round."""
+    repo.write("monitors.d/c.yml", GOOD.replace("{type: notify}",
+                                                "{type: notify, channel: opz}"))
+    repo.write("monitors.d/a.yml", GOOD.replace("{type: notify}",
+                                                "{type: run, agent: nope, prompt: x}"))
+    repo.write("monitors.d/ok.yml", GOOD.replace("{type: notify}",
+                                                 "{type: notify, channel: ops}"))
+    (repo.root / "monitors.toml").write_text(
+        'devce = "x"\n[channels.log]\nurl = "json://127.0.0.1:9/"\n'
+        '[channels.ops]\nurl = "json://127.0.0.1:9/"\nmaxAttempts = "3"\n')
+    r = run_cli(["lint", "--format", "json"], repo=repo)
+    found = {(Path(row["file"]).name, row["line"], row["field"], row["rule"])
+             for row in json.loads(r.stdout)}
+    assert found == {
+        ("monitors.toml", 1, "devce", "unknown-field"),
+        ("monitors.toml", 2, "channels.log", "settings"),
+        ("monitors.toml", 6, "channels.ops.maxAttempts", "schema"),  # once, not twice
+        ("c.yml", 2, "action.channel", "unknown-reference"),
+        ("a.yml", 2, "action.agent", "unknown-reference"),
+    }
+    # plan still refuses the invalid monitors.toml in one line
+    plan = run_cli(["plan"], repo=repo)
+    assert plan.exit_code == 1 and "devce" in plan.stderr
+
+
 def test_unknown_template_variable(repo: Repo) -> None:
     repo.write("monitors.d/host.yml", GOOD.replace("{type: notify}",
                                                    "{type: notify, message: '{{ evnt }}'}"))

@@ -96,8 +96,8 @@ def __getattr__(name: str) -> ModuleType:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def bound(cfg: Settings) -> tuple[Callable[[Mapping[str, Any]], list[tuple[str, str]]] | None,
-                                  list[Problem]]:
+def bound(cfg: Settings, *, partial: bool = False
+          ) -> tuple[Callable[[Mapping[str, Any]], list[tuple[str, str]]] | None, list[Problem]]:
     """The action check ``monitors lint``, ``plan`` and the daemon share.
 
     ``references`` bound to the parsed monitors.toml: agent, routine and channel names
@@ -115,6 +115,11 @@ def bound(cfg: Settings) -> tuple[Callable[[Mapping[str, Any]], list[tuple[str, 
         Before any of these: only one ``unsafe-permissions`` error when monitors.toml
         defines agents or routines and another user could have written it
         (``config.trust``).
+        With ``partial`` (lint: everything at once), schema problems do not stop the
+        rest: each agent, routine and channel is checked on its own (a ``[channels.log]``
+        redefinition is reported beside an unknown key), and when the three sections
+        are tables the check is returned too, so references to names they do not
+        define are reported in the same run (``_despite``).
     """
     import functools
 
@@ -128,7 +133,7 @@ def bound(cfg: Settings) -> tuple[Callable[[Mapping[str, Any]], list[tuple[str, 
         return None, [problems.error(str(path), 1, 1, "", unsafe, trust.RULE)]
     found = settings_check.settings_problems(cfg)
     if found:
-        return None, found
+        return _despite(cfg, found) if partial else (None, found)
     try:
         config = options.parse(cfg.toml)
     except options.SettingsError as e:
@@ -136,6 +141,44 @@ def bound(cfg: Settings) -> tuple[Callable[[Mapping[str, Any]], list[tuple[str, 
     except errors.ConfigError as e:
         return None, [settings_check.at_field(cfg, "", str(e))]
     return functools.partial(references, config=config), []
+
+
+def _despite(cfg: Settings, found: list[Problem]
+             ) -> tuple[Callable[[Mapping[str, Any]], list[tuple[str, str]]] | None,
+                        list[Problem]]:
+    """``bound``'s answer for lint when monitors.toml has schema problems ``found``: those,
+    plus each entry's own ``options.parse`` error when it is not at or below a field the
+    schema already reported, plus a name look-up check over the names the sections
+    define (None when a section is not a table: its names are unknown)."""
+    import functools
+
+    from reconciler.actions import options
+    from reconciler.config import settings_check
+
+    reported = {p.field for p in found}
+    out = list(found)
+    names: dict[str, set[str]] = {}
+    for section in ("agents", "routines", "channels"):
+        table = cfg.toml.get(section, {})
+        if not isinstance(table, Mapping):
+            continue
+        names[section] = {str(n) for n in table}
+        for name, raw in table.items():
+            try:
+                options.parse({section: {name: raw}})
+            except options.SettingsError as e:
+                if not any(e.field == f or e.field.startswith(f + ".") for f in reported):
+                    out.append(settings_check.at_field(cfg, e.field, e.detail))
+    if len(names) < 3:
+        return None, out
+    spec = options.CommandSpec(name="", argv=("",))  # stands in: only names are looked up
+    config = options.ActionsConfig(
+        agents={**dict.fromkeys(options.DEFAULT_AGENTS, spec), **dict.fromkeys(names["agents"],
+                                                                                spec)},
+        routines=dict.fromkeys(names["routines"], spec),
+        channels={n: options.ChannelSpec(name=n)
+                  for n in (options.LOG_CHANNEL, *names["channels"])})
+    return functools.partial(references, config=config), out
 
 
 def require_valid(cfg: Settings) -> None:

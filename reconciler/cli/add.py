@@ -22,6 +22,7 @@ import click
 from reconciler import errors
 from reconciler import fleet as fleet_mod
 from reconciler.cli.overlay_cmds import load, run_apply, settings_of, shown
+from reconciler.cli.params import INTEGER
 from reconciler.config import authoring, normalize, writer
 from reconciler.planning import placement
 from reconciler.settings import Settings
@@ -88,7 +89,7 @@ def _source_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """One click option per source type's ``add`` flag (``sources.registry``), in order."""
     for _, flag in reversed(source_types.add_flags()):
         f = click.option(flag.flag, nargs=flag.nargs, multiple=flag.multiple,
-                         type=int if flag.integer else None, metavar=flag.metavar,
+                         type=INTEGER if flag.integer else None, metavar=flag.metavar,
                          help=flag.help)(f)
     return f
 

@@ -44,10 +44,11 @@ def action_check(settings: Settings) -> tuple[Any, list[Problem]]:
     """The action check for ``lint.run``: ``actions.checks.bound`` (agent, routine and
     channel names against monitors.toml, a run's command), shared with ``plan`` and the
     daemon; or a ``settings`` problem when monitors.toml's agents, routines, channels or
-    owner are invalid (then names are not checked)."""
+    owner are invalid; with schema problems, the names its sections define are still
+    looked up (``partial``), so one run reports everything."""
     from reconciler.actions import checks
 
-    return checks.bound(settings)
+    return checks.bound(settings, partial=True)
 
 
 @click.command("lint")

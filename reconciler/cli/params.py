@@ -12,10 +12,18 @@ that is not valid UTF-8. Python decodes ``argv`` and the environment with
 ``surrogateescape`` (PEP 383), so a byte such as ``\\xff`` arrives as a lone surrogate
 that would crash the first UTF-8 write (``UnicodeEncodeError``). ``pathlib.Path``
 values are let through: a file name need not be UTF-8 and is only ever used as one.
+It refuses a control character the same way (``error: --reason: control character
+U+001B at position 1``): C0 other than tab and newline, DEL and C1 (Unicode category
+Cc). Written into a generated file or a terminal they would change what is shown, and
+YAML refuses most of them, so the file written would not load again.
+
+``INTEGER``: an integer option written in ASCII digits (``--watch-pid 12``); Python's
+``int()`` also takes other scripts' digits (``１２``, ``٥``), which durations refuse.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -58,12 +66,49 @@ class Duration(click.ParamType[float]):
 DURATION = Duration()
 
 
+class Integer(click.ParamType[int]):
+    """An integer in ASCII digits with an optional sign (``12``, ``-3``); ``int()`` alone
+    would take any script's decimal digits (``１２``)."""
+
+    name = "integer"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> int:
+        """Raises: errors.UsageError: ``--watch-pid: expected an integer ...``."""
+        if isinstance(value, int):
+            return value
+        text = str(value).strip()
+        if not ASCII_INTEGER.fullmatch(text):
+            raise errors.UsageError(f"{param_name(param, ctx)}: expected an integer written "
+                                    f"with the digits 0-9, got {value!r}")
+        return int(text)
+
+
+ASCII_INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
+"""An integer as ``INTEGER`` and ``--rate-limit``'s MAX accept it."""
+
+INTEGER = Integer()
+
+
 def _texts(value: object) -> Iterator[str]:
     if isinstance(value, str):
         yield value
     elif isinstance(value, tuple | list):
         for item in value:
             yield from _texts(item)
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def control_character(value: object) -> str | None:
+    """Why the text in ``value`` holds a control character (C0 other than tab and
+    newline, DEL, C1), or None: ``control character U+001B at position 1``."""
+    for text in _texts(value):
+        found = _CONTROL.search(text)
+        if found is not None:
+            return f"control character U+{ord(found.group()):04X} at position {found.start()}"
+    return None
 
 
 def not_utf8(value: object) -> str | None:
@@ -84,14 +129,17 @@ def not_utf8(value: object) -> str | None:
 
 
 def check_text(ctx: click.Context) -> None:
-    """Refuse the first parameter of ``ctx`` whose text is not valid UTF-8.
+    """Refuse the first parameter of ``ctx`` whose text is not valid UTF-8 or holds a
+    control character (``control_character``).
 
     Raises:
         errors.UsageError: naming the option or argument (``--reason: not valid UTF-8
-            (byte 0xff at position 0)``).
+            (byte 0xff at position 0)``, ``--reason: control character U+001B at
+            position 1``).
     """
     for param in ctx.command.params:
-        problem = not_utf8(ctx.params.get(param.name or ""))
+        value = ctx.params.get(param.name or "")
+        problem = not_utf8(value) or control_character(value)
         if problem is not None:
             raise errors.UsageError(f"{param_name(param, ctx)}: {problem}")
 

@@ -190,10 +190,13 @@ def _replay(monitor: Monitor, file: Path, as_json: bool) -> int:
     from reconciler.conditions import replay
     from reconciler.config import yamlload
 
+    data, problems = yamlload.read(file, file=str(file))  # capped: /dev/zero, a FIFO
+    if data is None:
+        problem = problems[0]
+        kind = errors.UsageError if problem.rule == "unreadable" else errors.ConfigError
+        raise kind(f"{file}: {problem.message}")
     try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as e:
-        raise errors.UsageError(f"{file}: cannot read: {e.strerror or e}") from e
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise errors.ConfigError(f"{file}: not UTF-8: {e.reason}") from e
     doc = yamlload.plain(text, file=str(file))

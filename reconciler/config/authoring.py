@@ -136,7 +136,8 @@ def parse_rate_limit(value: str) -> dict[str, Any]:
     """
     count, sep, per = value.partition("/")
     try:
-        if not sep or not count.strip().isdigit() or int(count) < 1:
+        if not sep or not count.strip().isascii() or not count.strip().isdigit() \
+                or int(count) < 1:  # ASCII digits only, as durations: not '٥/1m'
             raise ValueError
         durations.parse(per.strip())
     except durations.OutOfRange as e:

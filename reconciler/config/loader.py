@@ -103,17 +103,53 @@ class _Entry:
 
 
 def display(path: Path, cwd: Path | None = None) -> str:
-    """How ``path`` is shown in problems: relative to ``cwd`` when below it, else as is."""
+    """How ``path`` is shown in problems: relative to ``cwd`` when below it, else as is;
+    a byte that is not UTF-8 in the name is shown escaped (``\\xff``), so the text can
+    always be printed."""
     text = str(path)
     prefix = os.path.join(str(cwd or Path.cwd()), "")
-    return text[len(prefix):] if text.startswith(prefix) else text
+    text = text[len(prefix):] if text.startswith(prefix) else text
+    return printable_name(text)
+
+
+def printable_name(text: str) -> str:
+    """``text`` (a path as Python decodes it, with ``surrogateescape``) with every byte
+    that is not UTF-8 written as ``\\xNN``; the text itself when it is UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return text
+
+
+def bad_filename(path: Path) -> bool:
+    """True when ``path``'s name holds a byte that is not UTF-8 (rule ``bad-filename``):
+    such a name cannot be a monitor name, be shown or be written to state."""
+    try:
+        path.name.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _yaml_files(directory: Path) -> list[Path]:
+    """The ``*.yml``/``*.yaml`` entries directly in ``directory`` that the loader reads:
+    regular files, and entries whose type cannot be told (a symlink loop, a permission
+    error on the target), which ``yamlload.read`` then reports as that file's
+    ``unreadable`` error instead of the whole layer vanishing. A directory, a dangling
+    symlink or a device is skipped here (``repochecks.ignored_entries`` warns)."""
+    names = []
     try:
         with os.scandir(directory) as it:
-            names = [e.name for e in it if e.name.endswith(SUFFIXES)
-                     and not e.name.startswith(".") and e.is_file()]
+            for e in it:
+                if not e.name.endswith(SUFFIXES) or e.name.startswith("."):
+                    continue
+                try:
+                    if not e.is_file():
+                        continue
+                except OSError:
+                    pass  # read() names the error
+                names.append(e.name)
     except OSError:
         return []
     return [directory / n for n in sorted(names)]
@@ -209,7 +245,15 @@ def load(settings: Settings, *, paths: Sequence[Path] | None = None,
     overlay_files: list[tuple[Path, str, yamlload.Document | None, list[Problem]]] = []
     digest = hashlib.sha256()
 
-    ranked = sorted((_rel(path, root), path, kind) for path, kind in collect(settings, paths))
+    ranked = []
+    for path, kind in collect(settings, paths):
+        if bad_filename(path):  # one error for that file; never read, named or stored
+            found.append(P.error(display(path, cwd), 1, 1, "",
+                                 "the file name is not valid UTF-8: rename the file",
+                                 "bad-filename"))
+            continue
+        ranked.append((_rel(path, root), path, kind))
+    ranked.sort()
     result.checked = [(path, kind) for _, path, kind in ranked]
     items = [(path, kind, display(path, cwd)) for _, path, kind in ranked]
     outcomes = _map([item for item in items if item[1] != "overlay"], jobs, action_check)

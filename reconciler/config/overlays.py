@@ -49,7 +49,8 @@ def parse_until(text: str) -> datetime:
     (midnight UTC). ``Z`` is accepted for UTC.
 
     Raises:
-        durations.OutOfRange: later than ``durations.LATEST`` (a ``ValueError``).
+        durations.OutOfRange: later than ``durations.LATEST`` or earlier than
+            ``durations.EARLIEST`` (a ``ValueError``).
         ValueError: not ISO-8601, or a date-time without a time zone.
     """
     text = text.strip()
@@ -96,8 +97,14 @@ def read(path: Path, *, file: str | None = None) -> tuple[Overlay | None, list[P
 
 def from_document(doc: yamlload.Document, path: Path,
                   problems: list[Problem]) -> tuple[Overlay | None, list[Problem]]:
-    """Validate a parsed overlay ``doc`` (read from ``path``) and build the ``Overlay``."""
-    problems = problems + validate.check(doc, kind="overlay")
+    """Validate a parsed overlay ``doc`` (read from ``path``) and build the ``Overlay``.
+
+    A field that already has a problem from the YAML reader (a tag, a duplicate key) gets
+    no second one (as in monitor files): ``until: !!bool x`` is its ``yaml-tag`` error
+    only, not also ``bad-until``."""
+    broken = {p.field for p in problems}
+    problems = problems + [p for p in validate.check(doc, kind="overlay")
+                           if p.field not in broken]
     data = doc.data
     monitor = data.get("monitor")
     stem = path.stem
@@ -110,7 +117,7 @@ def from_document(doc: yamlload.Document, path: Path,
     pause = None
     if isinstance(pause_raw, dict):
         until = pause_raw.get("until")
-        if isinstance(until, str):
+        if isinstance(until, str) and "pause.until" not in broken:
             try:
                 parse_until(until)
             except durations.OutOfRange as e:

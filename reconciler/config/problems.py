@@ -28,6 +28,8 @@ RULES: dict[str, str] = {
     "yaml-tag": "an explicit tag (!!python/..., !custom) that monitors never accept, or a "
                 "core tag on a value not of its type (!!int abc)",
     "yaml-aliases": "anchors and aliases expand past the limit (alias bomb) or recurse",
+    "too-many-values": "a document holds more than 10,000 values (lists, mappings and "
+                       "scalars), no alias involved",
     "yaml-depth": "lists and mappings nested more than 64 levels deep",
     "duplicate-key": "a key appears twice in one mapping, or beside a merge (<<) that also "
                      "sets it (YAML would keep one silently)",
@@ -37,7 +39,7 @@ RULES: dict[str, str] = {
     "top-level": "the document is not a mapping (a list or a scalar at the top)",
     "schema": "the document does not match the JSON Schema (type, enum, required, ...)",
     "unknown-field": "a field the schema does not know (with a did-you-mean suggestion)",
-    "bad-filename": "the file name is not a valid monitor name (<name>.yml)",
+    "bad-filename": "the file name is not a valid monitor name (<name>.yml), or not valid UTF-8",
     "name-mismatch": "`name` (or an overlay's `monitor`) differs from the file stem",
     "duplicate-name": "two files in one layer define the same monitor (or overlay), or the "
                       "fleet file lists a device twice",
@@ -54,15 +56,16 @@ RULES: dict[str, str] = {
     "channel-url": "a channel's URL is not one Apprise accepts (checked without sending; "
                    "${NAME} parts stand in as placeholders)",
     "bad-until": "an overlay's pause.until is not an ISO-8601 date-time with a time zone, "
-                 "or is later than 9000-01-01T00:00:00Z",
+                 "or is later than 9000-01-01T00:00:00Z or earlier than 1970-01-01T00:00:00Z",
     "overlay-orphan": "an overlay names a monitor that no layer defines",
     "overlay-expired": "an overlay's pause has expired (the monitor runs again)",
     "shadowed-redundant": "a user monitor repeats the built-in it shadows (delete it)",
     "shadowed-diverged": "a user monitor shadows a built-in and differs from it",
     "coverage": "a match regex names only a success token: silence is not success",
-    "ignored-path": "a layer holds a sub-directory, a dangling symlink or a non-file named "
-                    "*.yml: the loader never reads it",
+    "ignored-path": "a layer holds a sub-directory, a dangling symlink, or a symlink to (or "
+                    "a) device, FIFO or socket named *.yml: the loader never reads it",
     "unknown-device": "a device source or owner pin names a device the fleet file lacks",
+    "bad-address": "a fleet device's address is not host:port with a port in 1-65535",
     "bad-url": "a url does not parse (bad port, bad IPv6 literal, no host)",
     "not-evaluated": "a push source (ws, webhook): validated, but not evaluated yet",
     "system-modified": "a file in the pull-only system/ layer differs from what `monitors "

@@ -6,6 +6,7 @@ names that the fleet file does not list. Reads files only; never writes.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -31,26 +32,53 @@ def ignored_entries(settings: Settings) -> list[Problem]:
     for layer in (settings.system_dir, settings.user_dir, settings.overlays_dir):
         try:
             entries = sorted(os.scandir(layer), key=lambda e: e.name)
-        except OSError:
+        except FileNotFoundError:
+            continue
+        except OSError as e:
+            out.append(P.warning(loader.display(Path(layer)), 1, 1, "",
+                                 f"cannot list the layer: {e.strerror or e}", "ignored-path"))
             continue
         for entry in entries:
             if entry.name.startswith("."):
                 continue
-            path = Path(entry.path)
-            yaml_named = entry.name.endswith(loader.SUFFIXES)
-            if entry.is_dir():
-                if path.resolve() == overlays:
-                    continue
-                what = ("a directory named like a monitor file" if yaml_named else
-                        "a sub-directory: monitors in it are not read (only files directly "
-                        "in the layer are); move them up")
-            elif yaml_named and not entry.is_file():
-                what = ("a dangling symlink" if entry.is_symlink() else
-                        "not a regular file") + ": it is not read"
-            else:
-                continue
-            out.append(P.warning(loader.display(path), 1, 1, "", what, "ignored-path"))
+            what = _ignored(entry, overlays)
+            if what:
+                out.append(P.warning(loader.display(Path(entry.path)), 1, 1, "", what,
+                                     "ignored-path"))
     return out
+
+
+def _ignored(entry: os.DirEntry[str], overlays: Path) -> str | None:
+    """Why the loader skips ``entry`` in silence, or None when it reads it (or reports it
+    itself: an entry it cannot stat is its ``unreadable`` error)."""
+    path = Path(entry.path)
+    yaml_named = entry.name.endswith(loader.SUFFIXES)
+    try:
+        if entry.is_dir():
+            if path.resolve() == overlays:
+                return None
+            return ("a directory named like a monitor file" if yaml_named else
+                    "a sub-directory: monitors in it are not read (only files directly "
+                    "in the layer are); move them up")
+        if not yaml_named or entry.is_file():
+            return None
+        if not entry.is_symlink():
+            return "not a regular file: it is not read"
+        target = os.stat(path)  # raises when dangling
+    except FileNotFoundError:
+        return "a dangling symlink (its target does not exist): it is not read"
+    except OSError:
+        return None  # the loader reads it and reports why it cannot
+    return f"a symlink to {_kind(target.st_mode)}, not a regular file: it is not read"
+
+
+def _kind(mode: int) -> str:
+    """What a non-regular file of ``mode`` is, in words."""
+    for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "something other than a regular file"
 
 
 def system_modified(settings: Settings) -> list[Problem]:

@@ -13,7 +13,8 @@ per finding at the key's or value's ``line:col``, unknown keys with a did-you-me
   if it still parses to the same table (else every problem is at 1:1).
 * ``fleet_problems(path)``: the fleet file read with ``yamlload`` (positions,
   duplicate keys, YAML 1.1 surprises) against the fleet schema, plus device names
-  listed twice. ``reconciler.fleet.load`` raises the first of them.
+  listed twice and addresses that are not ``host:port`` (``bad-address``).
+  ``reconciler.fleet.load`` raises the first of them.
 * ``summary(problems)``: one line for commands that refuse an invalid file.
 
 Used by ``monitors lint`` (every problem), ``plan`` and the daemon (through
@@ -82,7 +83,8 @@ def read_fleet(path: Path) -> tuple[yamlload.Document | None, list[Problem]]:
     File-level problems come from ``yamlload`` (unreadable, syntax, duplicate keys,
     tags...; then no document; before them ``unsafe-permissions`` when another user could
     have written it, ``config.trust``), then the fleet schema (``schema``, ``unknown-field``),
-    then a device listed twice (``duplicate-name``, at the second entry).
+    then a device listed twice (``duplicate-name``, at the second entry), then an
+    address that is not ``host:port`` with a port in 1-65535 (``bad-address``).
     """
     if not path.is_file() and not path.is_symlink():
         return None, []
@@ -94,7 +96,28 @@ def read_fleet(path: Path) -> tuple[yamlload.Document | None, list[Problem]]:
         return None, sorted(found)
     found += validate.check(doc, kind="fleet")
     found += _duplicate_devices(doc)
+    found += _bad_addresses(doc)
     return doc, sorted(found)
+
+
+def _bad_addresses(doc: yamlload.Document) -> list[Problem]:
+    """``bad-address`` errors for device addresses that are not ``host:port`` with a
+    port in 1-65535 (``fleet.split_address``), at the address."""
+    from reconciler import fleet
+
+    devices = doc.data.get("devices")
+    out: list[Problem] = []
+    for i, device in enumerate(devices if isinstance(devices, list) else ()):
+        address = device.get("address") if isinstance(device, dict) else None
+        if not isinstance(address, str):
+            continue  # the schema reports a wrong type
+        try:
+            fleet.split_address(address)
+        except ValueError as e:
+            line, col = doc.position(("devices", i, "address"))
+            out.append(P.error(doc.file, line, col, f"devices.{i}.address", str(e),
+                               "bad-address"))
+    return out
 
 
 def _duplicate_devices(doc: yamlload.Document) -> list[Problem]:

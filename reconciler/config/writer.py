@@ -333,7 +333,8 @@ def parse_until(value: str, *, now: dt.datetime | None = None) -> str:
 
     Raises:
         errors.UsageError: neither a duration nor an ISO time, not in the future, or
-            past a bound (``durations.MAX_SECONDS`` ahead, ``durations.LATEST``).
+            past a bound (``durations.MAX_SECONDS`` ahead, ``durations.LATEST``,
+            ``durations.EARLIEST``).
     """
     from reconciler import durations
 
@@ -354,8 +355,9 @@ def parse_until(value: str, *, now: dt.datetime | None = None) -> str:
                 ) from None
             try:
                 when = parsed if parsed.tzinfo else parsed.astimezone()
-            except OverflowError:  # a naive time at the very edge of the calendar
-                when = dt.datetime.max.replace(tzinfo=dt.UTC)
+            except (OverflowError, ValueError):  # a naive time at an edge of the calendar
+                when = (dt.datetime.max if parsed.year > 5000 else dt.datetime.min
+                        ).replace(tzinfo=dt.UTC)
             when = durations.check_time(when, text)
     except durations.OutOfRange as e:
         raise errors.UsageError(f"--until: {e}") from None

@@ -49,13 +49,15 @@ MAX_BYTES = 1024 * 1024
 """Largest monitor or overlay file accepted (1 MiB)."""
 
 MAX_NODES = 10_000
+"""Largest number of values one document may construct, aliases expanded: past it,
+``yaml-aliases`` when an alias repeated a collection (an alias bomb), else
+``too-many-values``."""
 
 MAX_DEPTH = 64
 """Most collections nested inside one another in a document, the top-level mapping
 included. A monitor needs about 4; ``jsonschema_rs`` fails on instances nested
 past about 250 levels, and Python's recursion limit (1000 frames) must not be
 reached while building (two frames per mapping level): 64 stays below both."""
-"""Largest number of values one document may construct, aliases expanded."""
 
 _STR = "tag:yaml.org,2002:str"
 _INT = "tag:yaml.org,2002:int"
@@ -255,20 +257,28 @@ class _Builder:
         self.text = text
         self.count = 0
         self.active: set[int] = set()
+        self.built: set[int] = set()  # collections built so far (an alias repeats one)
+        self.aliased = False
         self.problems: list[Problem] = []
         self.surprises: dict[Path_, Surprise] = {}
 
     def build(self, node: yaml.Node, path: Path_) -> Any:
         self.count += 1
         if self.count > MAX_NODES:
-            raise _Limit(f"more than {MAX_NODES} values after expanding aliases "
-                         f"(an alias bomb?)", "yaml-aliases", path)
+            if self.aliased:
+                raise _Limit(f"more than {MAX_NODES} values after expanding aliases "
+                             f"(an alias bomb?)", "yaml-aliases", path)
+            raise _Limit(f"too many values: more than {MAX_NODES} in one document (lists, "
+                         f"mappings and scalars)", "too-many-values", path)
         cls = node.__class__
         if cls is _SCALAR_NODE:
             return self.scalar(node, path)  # type: ignore[arg-type]
         ident = id(node)
         if ident in self.active:
             raise _Limit("recursive alias: a node contains itself", "yaml-aliases", path)
+        if ident in self.built:  # a collection built twice: an alias expands it again
+            self.aliased = True
+        self.built.add(ident)
         if len(path) >= MAX_DEPTH:
             raise _Limit(f"nested deeper than {MAX_DEPTH} levels (lists and mappings inside "
                          f"one another)", "yaml-depth", path, node)
@@ -483,6 +493,9 @@ def parse(data: bytes, *, file: str) -> tuple[Document | None, list[Problem]]:
         root = _compose(text)
     except yaml.MarkedYAMLError as e:
         return None, [_syntax(file, text, e, odd)]
+    except yaml.reader.ReaderError as e:  # a character YAML does not accept (NUL, ESC)
+        line, col = _reader_at(text, e)
+        return None, [P.error(file, line, col, "", _reader_message(e), "yaml-syntax")]
     except yaml.YAMLError as e:  # pragma: no cover - every parser error carries a mark
         return None, [P.error(file, 1, 1, "", f"invalid YAML: {e}", "yaml-syntax")]
     except RecursionError:
@@ -541,21 +554,78 @@ def plain(text: str, *, file: str) -> Any:
     """Load a YAML text that is not a monitor file (a replay fixture, a generated
     overlay being rewritten) with PyYAML's safe loader, as plain values.
 
+    A boundary: whatever PyYAML raises (a syntax error, a value its constructors
+    cannot build such as ``!!bool x``, ``!!timestamp x`` or an empty ``!!int``, a
+    character YAML does not accept, nesting past the parser's limit) becomes one
+    ``ConfigError`` line, at the node's position when one is known.
+
     Raises:
-        errors.ConfigError: one line, ``file:line:col: invalid YAML: ...`` for a syntax
-            error, or ``file: invalid YAML value: <summary>`` when a value cannot be
-            constructed (``!!int`` with nothing after it, ``!!float abc``, nesting past
-            the parser's limit); never a traceback.
+        errors.ConfigError: ``file:line:col: invalid YAML: ...`` for a syntax error,
+            ``file:line:col: invalid YAML value: !!bool 'x' ...`` for a value that
+            cannot be built, ``file: invalid YAML value: <summary>`` without a
+            position; never a traceback.
     """
     from reconciler import errors
 
     try:
-        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        return yaml.load(text, Loader=_PlainLoader)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line, col = _at(mark, None) if mark is not None else (1, 1)
         what = " ".join((e.problem or "invalid YAML").split())
-        raise errors.ConfigError(f"{file}:{line}:{col}: invalid YAML: {what}") from e
-    except (yaml.YAMLError, ValueError, TypeError, IndexError, RecursionError) as e:
-        summary = " ".join(str(e).split())[:200] or type(e).__name__
-        raise errors.ConfigError(f"{file}: invalid YAML value: {summary}") from e
+        kind = "invalid YAML value" if isinstance(e, _Unbuildable) else "invalid YAML"
+        raise errors.ConfigError(f"{file}:{line}:{col}: {kind}: {what}") from e
+    except yaml.reader.ReaderError as e:
+        line, col = _reader_at(text, e)
+        raise errors.ConfigError(f"{file}:{line}:{col}: {_reader_message(e)}") from e
+    except yaml.YAMLError as e:
+        raise errors.ConfigError(f"{file}: invalid YAML: {_one_line(e)}") from e
+    except Exception as e:  # the boundary: never a traceback
+        raise errors.ConfigError(f"{file}: invalid YAML value: {_one_line(e)}") from e
+
+
+def _reader_at(text: str, e: yaml.reader.ReaderError) -> tuple[int, int]:
+    """1-based ``(line, col)`` of the character a ``ReaderError`` names: libyaml gives
+    its offset in UTF-8 bytes, the pure-Python reader (``encoding`` "unicode") in
+    characters."""
+    index = e.position
+    if e.encoding != "unicode":
+        index = len(text.encode("utf-8", "surrogatepass")[:index].decode("utf-8", "ignore"))
+    start = text.rfind("\n", 0, index) + 1
+    return text.count("\n", 0, index) + 1, index - start + 1
+
+
+def _reader_message(e: yaml.reader.ReaderError) -> str:
+    """One line for a character YAML does not accept (C0 other than tab and line breaks,
+    DEL, C1 other than NEL, surrogates, U+FFFE/U+FFFF; YAML 1.1 section 5.1)."""
+    char = e.character if isinstance(e.character, int) else ord(str(e.character)[:1] or "?")
+    return (f"invalid YAML: unacceptable character U+{char:04X} ({e.reason}); remove it, or "
+            f"write it as an escape in a double-quoted string")
+
+
+def _one_line(e: BaseException) -> str:
+    """``e``'s message on one line (at most 200 characters), or its type's name."""
+    return " ".join(str(e).split())[:200] or type(e).__name__
+
+
+class _Unbuildable(yaml.constructor.ConstructorError):
+    """A value PyYAML's constructors raised on, with the node's mark."""
+
+
+class _PlainLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """The safe loader, with any exception raised while building one node turned into
+    an ``_Unbuildable`` at that node (the innermost node that failed)."""
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep=deep)
+        except yaml.YAMLError:
+            raise
+        except Exception as e:  # a bad value, or a constructor bug
+            if isinstance(node, yaml.ScalarNode):
+                short = node.tag.rsplit(":", 1)[-1]
+                text = node.value if len(node.value) <= 40 else node.value[:37] + "..."
+                what = f"!!{short} {text!r} is not a valid {short}"
+            else:
+                what = f"cannot build this value: {_one_line(e)}"
+            raise _Unbuildable(None, None, what, node.start_mark) from e

@@ -109,17 +109,15 @@ def headroom(path: Path) -> tuple[str, dict[str, float]]:
 
 
 def split_address(address: str) -> tuple[str, int]:
-    """``host:port`` (``[v6]:port`` too) -> (host, port).
+    """``host:port`` (``[v6]:port`` too) -> (host, port): ``fleet.split_address``, which
+    lint uses too (rule ``bad-address``).
 
     Raises:
         ValueError: no host or port, or a port outside 1-65535.
     """
-    host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit() or not host.strip("[]"):
-        raise ValueError(f"address {address!r} is not host:port")
-    if not 0 < int(port) <= 65535:
-        raise ValueError(f"address {address!r}: port {int(port)} is outside 1-65535")
-    return host.strip("[]"), int(port)
+    from reconciler import fleet
+
+    return fleet.split_address(address)
 
 
 async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:

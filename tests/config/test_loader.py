@@ -186,6 +186,16 @@ def test_overlay_checks(repo: Repo) -> None:
     assert ("z.yml", 2, "bad-until") in found
 
 
+def test_an_overlay_value_refused_for_its_tag_is_that_error_only(repo: Repo) -> None:
+    """``until: !!bool x`` was both ``yaml-tag`` and ``bad-until``; README says only
+    the tag error is shown."""
+    repo.write("monitors.d/host.yml", HOST)
+    repo.write("monitors.d/overlays/host.yml", "monitor: host\npause: {until: !!bool x}\n")
+    result = load(repo)
+    assert rules(result) == [("host.yml", 2, "yaml-tag")]
+    assert "host" not in result.monitors
+
+
 def test_broken_overlay_keeps_monitor_out_of_the_desired_set(repo: Repo) -> None:
     repo.write("monitors.d/host.yml", HOST)
     bad = repo.write("monitors.d/overlays/host.yml", "monitor: host\npause: yes\n")

@@ -115,3 +115,37 @@ def test_record_file_name_matches_the_pull_module() -> None:
     assert gitrepo.RECORD_FILE == ".upstream.json"
     source = Path(repochecks.__file__).read_text(encoding="utf-8")
     assert '".upstream.json"' in source
+
+
+def test_odd_layer_entries_are_one_problem_each_and_the_rest_loads(repo: Repo) -> None:
+    """A symlink loop, a name that is not UTF-8, a symlink to a device: each is its own
+    problem (no exit 3), and the layer's other files still load (none silently dropped)."""
+    repo.write("monitors.d/ok.yml", "source: {type: file, path: x}\n" + NOTIFY)
+    os.symlink("loop.yml", repo.user / "loop.yml")
+    os.symlink("/dev/zero", repo.user / "zero.yml")
+    (repo.user / os.fsdecode(b"\xff.yml")).write_bytes(b"x")
+    (repo.overlays / os.fsdecode(b"\xfe.yml")).write_bytes(b"x")
+    os.symlink("loop.yml", repo.system / "loop.yml")
+    code, problems = lint_json(repo)
+    got = {(str(p["file"]).split("/")[-1], p["rule"]) for p in problems}
+    assert got == {("loop.yml", "unreadable"), ("zero.yml", "ignored-path"),
+                   ("\\xff.yml", "bad-filename"), ("\\xfe.yml", "bad-filename")}
+    assert code == 1
+    zero = next(p for p in problems if str(p["file"]).endswith("zero.yml"))
+    assert "character device" in str(zero["message"])
+    for args in (["plan"], ["list"], ["layers"]):
+        r = run_cli(args, repo=repo)
+        assert r.exit_code in (0, 1), r.output
+    plan = run_cli(["plan"], repo=repo).output
+    assert "ok" in plan and "1 to start" in plan
+    assert "system/loop.yml" in run_cli(["layers"], repo=repo).output
+
+
+def test_a_repository_path_that_is_not_utf8_is_refused_in_one_line(tmp_path: Path) -> None:
+    root = tmp_path / os.fsdecode(b"\xferepo")
+    (root / "monitors.d").mkdir(parents=True)
+    r = run_cli(["--root", str(root), "plan"])
+    assert r.exit_code == 1
+    assert r.output.strip().splitlines() == [
+        f"error: {tmp_path}/\\xferepo: the repository path is not valid UTF-8; rename or "
+        f"move the repository"]

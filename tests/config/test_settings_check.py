@@ -204,3 +204,48 @@ def test_invalid_toml_is_one_line_with_its_position(tmp_path: Path, text: str,
     (tmp_path / "monitors.toml").write_bytes(b'a = "\xff"\n')
     with pytest.raises(errors.ConfigError, match=r"monitors.toml: not UTF-8 \(byte 5\)$"):
         settings.load(root=tmp_path, device="box")
+
+
+@pytest.mark.parametrize(("text", "where"), [
+    ("x = " + "[" * 300 + "]" * 300 + "\n", ":1:69: arrays and inline tables nested deeper "
+     "than 64 levels"),
+    ("# [[[ '\ns = \"[[\\\"\"\nx = " + "[" * 500 + "]" * 500 + "\n",
+     ":3:69: arrays and inline tables nested deeper than 64 levels"),
+    ("x = " + "{a = " * 300 + "1" + "}" * 300 + "\n", ":1:325: arrays and inline tables"),
+    ("[" + ".".join(["a"] * 70) + "]\n", ": tables nested deeper than 64 levels"),
+])
+def test_deeply_nested_toml_is_one_line_not_a_recursion_error(tmp_path: Path, text: str,
+                                                              where: str) -> None:
+    (tmp_path / "monitors.toml").write_text(text)
+    with pytest.raises(errors.ConfigError) as caught:
+        settings.load(root=tmp_path, device="box")
+    assert str(caught.value).startswith(f"{tmp_path / 'monitors.toml'}{where}")
+    (tmp_path / "monitors.toml").write_text("x = " + "[" * 64 + "]" * 64 + "\n")
+    settings.load(root=tmp_path, device="box")  # 64 levels: the schema's to judge
+
+
+@pytest.mark.parametrize("depth", [300, 500])
+def test_deeply_nested_fleet_file_is_one_problem(tmp_path: Path, depth: int) -> None:
+    path = tmp_path / "fleet.yaml"
+    path.write_text("devices:\n  - name: a\n    address: " + "[" * depth + "]" * depth + "\n")
+    found = settings_check.fleet_problems(path)
+    assert [(p.rule, p.severity.value) for p in found] == [("yaml-depth", "error")]
+    with pytest.raises(errors.ConfigError, match="nested deeper than 64"):
+        fleet.load(path)
+
+
+def test_fleet_addresses_must_be_host_and_port(tmp_path: Path) -> None:
+    """``x:99999`` and ``nohostport`` passed lint and plan."""
+    path = tmp_path / "fleet.yaml"
+    path.write_text("devices:\n  - {name: a, address: 'x:99999'}\n"
+                    "  - {name: b, address: nohostport}\n  - {name: c, address: 'h:８０'}\n"
+                    "  - {name: d, address: 'h:80'}\n  - {name: e, address: '[::1]:7'}\n")
+    found = [(p.line, p.col, p.field, p.rule, p.message)
+             for p in settings_check.fleet_problems(path)]
+    assert found == [
+        (2, 24, "devices.0.address", "bad-address",
+         "address 'x:99999': port 99999 is outside 1-65535"),
+        (3, 24, "devices.1.address", "bad-address", "address 'nohostport' is not host:port"),
+        (4, 24, "devices.2.address", "bad-address", "address 'h:８０' is not host:port")]
+    with pytest.raises(errors.ConfigError, match=r"fleet.yaml:2:24: devices.0.address: "):
+        fleet.load(path)

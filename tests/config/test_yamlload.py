@@ -187,6 +187,15 @@ def test_recursive_alias_is_refused() -> None:
     assert doc is None and problems == [(1, 1, "yaml-aliases")]
 
 
+def test_many_plain_values_are_too_many_values_without_blaming_aliases() -> None:
+    """40,000 labels said "after expanding aliases (an alias bomb?)" with no alias."""
+    doc, problems = yamlload.parse(
+        ("labels:\n" + "".join(f"  - l{i}\n" for i in range(40_000))).encode(), file="f.yml")
+    assert doc is None and [(p.line, p.col, p.rule) for p in problems] == [
+        (1, 1, "too-many-values")]
+    assert "alias" not in problems[0].message and "too many values" in problems[0].message
+
+
 def test_alias_bomb_ends_fast() -> None:
     rows = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
     for prev, cur in zip("abcdefgh", "bcdefghi", strict=True):
@@ -273,3 +282,20 @@ def test_merge_duplicate_names_the_other_line() -> None:
     assert [p.format() for p in problems] == [
         "f.yml:3:3: error: m.match: duplicate key 'match': the merge (<<) at line 2 also sets "
         "it; YAML would silently keep this one [duplicate-key]"]
+
+
+@pytest.mark.parametrize(("text", "line", "col"), [
+    ('description: "é\x00b"\n', 1, 16),
+    ("a: 1\nb: 'é\x1b[31m'\n", 2, 6),
+    ("a: 1\nb: x\x7f\n", 2, 5),
+])
+def test_an_unacceptable_character_is_one_line_at_its_position(text: str, line: int,
+                                                               col: int) -> None:
+    """libyaml's ReaderError (a NUL, ESC, DEL) printed two lines, the second ``in
+    "<unicode string>", position N``, at 1:1."""
+    doc, problems = yamlload.parse(text.encode(), file="f.yml")
+    assert doc is None and len(problems) == 1
+    p = problems[0]
+    assert (p.line, p.col, p.rule) == (line, col, "yaml-syntax")
+    assert "\n" not in p.format() and "<unicode string>" not in p.message
+    assert p.message.startswith("invalid YAML: unacceptable character U+00")

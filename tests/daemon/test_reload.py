@@ -38,6 +38,11 @@ def test_sighup_rereads_monitors_toml_and_an_invalid_one_keeps_the_old(
     assert d.proc.poll() is None and "a" in d.running()
     line = next(x for x in d.log_text().splitlines() if "keeping the settings in use" in x)
     assert re.search(r"monitors\.toml:\d+:\d+: invalid TOML", line), line
+
+    repo.write("monitors.toml", OPS + "x = " + "[" * 500 + "]" * 500 + "\n")  # RecursionError
+    d.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: "nested deeper than" in d.log_text(), what="refused deep TOML", log=d.log)
+    assert d.proc.poll() is None and "a" in d.running()
     assert "Traceback" not in d.log_text()
     assert d.stop() == 0
 

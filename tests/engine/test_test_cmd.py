@@ -193,3 +193,35 @@ def test_replay_value_that_cannot_be_built_is_one_line(repo: Repo, body: str) ->
     assert r.exit_code == 1, r.stderr
     assert str(f) in r.stderr and "invalid YAML" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("body", "where"), [
+    ("steps:\n  - {text: a, fire: !!bool x}\n", ":2:21: invalid YAML value: !!bool 'x'"),
+    ("steps:\n  - {text: a, fire: !!timestamp x}\n", ":2:21: invalid YAML value: !!timestamp"),
+    ('steps:\n  - {text: !!int ""}\n', ":2:12: invalid YAML value: !!int ''"),
+    ('steps:\n  - {text: "a\x1b[31m"}\n', ":2:14: invalid YAML: unacceptable character U+001B"),
+])
+def test_replay_value_error_is_one_line_at_the_node(repo: Repo, body: str, where: str) -> None:
+    """``!!bool x`` raised KeyError, ``!!timestamp x`` AttributeError (exit 3); an empty
+    ``!!int`` and a control character had no position (or a second line)."""
+    repo.write("monitors.d/ci-red.yml", CI_RED)
+    f = repo.write("replay.yml", body)
+    r = run_cli(["test", "ci-red", "--replay", str(f)], repo=repo)
+    assert r.exit_code == 1, r.stderr
+    assert r.stderr.strip().splitlines() == [r.stderr.strip()]
+    assert f"{f}{where}" in r.stderr
+
+
+@pytest.mark.timeout(10)
+def test_replay_of_an_endless_or_blocking_file_is_refused_quickly(repo: Repo,
+                                                                  tmp_path: Path) -> None:
+    repo.write("monitors.d/ci-red.yml", CI_RED)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for source in ("/dev/zero", str(fifo)):
+        r = run_cli(["test", "ci-red", "--replay", source], repo=repo)
+        assert (r.exit_code, r.stderr.strip()) == (1, f"error: {source}: not a regular file")
+    big = tmp_path / "big.yml"
+    big.write_bytes(b"#" * (2 << 20))
+    r = run_cli(["test", "ci-red", "--replay", str(big)], repo=repo)
+    assert r.exit_code == 1 and "larger than 1048576 bytes" in r.stderr
