@@ -1,201 +1,99 @@
-"""The ``notify`` action: deliver a message to named channels.
+"""The ``notify`` action type: deliver a rendered message to a channel.
 
-Channels come from ``[channels.NAME]`` in ``monitors.toml`` and are delivered
-through Apprise (any of its URL schemes), called in a worker thread under our
-own per-attempt timeout; retries with backoff, the per-channel rate limit and
-durability (the fire record) are ours. The built-in ``log`` channel writes one
-line ``NOTIFY <monitor>: <message>`` at INFO to the logger ``monitors.notify``
-and appends it, time-stamped, to ``<state>/notifications.log`` (fsynced); it
-needs no network. An unknown or failing channel fails that delivery only.
+All that is known about ``notify`` (README: Actions): its spec and defaults, its
+normalization, description, lint check (the channel must be defined), ``test``
+preview, crash recovery (at-least-once: re-sent) and ``fire``. Delivery (Apprise,
+the ``log`` channel, retries, rate limits) is ``actions.notifier``, imported when a
+fire happens: this module imports only leaves.
 """
 
 from __future__ import annotations
 
-import asyncio
-import collections
-import concurrent.futures
-import logging
-import os
-import random
-import threading
-import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from reconciler import errors
-from reconciler.actions import options
-from reconciler.actions.options import ActionsConfig, ChannelSpec, Redactor
-from reconciler.state import atomic
+from reconciler.actions.common import Recovery
+from reconciler.actions.options import ActionsConfig
 
-LOGGER = logging.getLogger("monitors.notify")
-NOTIFICATIONS_FILE = "notifications.log"
-MAX_MESSAGE = 16 * 1024  # characters sent per notification
-APPRISE_THREADS = 4  # worker threads for Apprise deliveries
+if TYPE_CHECKING:
+    from reconciler.actions.dispatch import Dispatcher
+    from reconciler.events import Event
+    from reconciler.model import Monitor
+
+TYPE = "notify"
+RECOVERY = Recovery.RESEND
+TEMPLATES: tuple[str, ...] = ("message",)
+FIELDS: tuple[str, ...] = ("channel", "message")
+DEFAULT_MESSAGE = "{{ monitor.name }}: {{ event }}"
 
 
 @dataclass(frozen=True, slots=True)
-class Delivery:
-    """The outcome of delivering one message to one or more channels.
+class NotifySpec:
+    """A normalized ``notify`` action.
 
     Attributes:
-        ok: every channel accepted it.
-        attempts: the most attempts any one channel took.
-        failures: ``channel: reason`` for each channel that failed.
+        channel: a ``[channels]`` name, or None for the owner's default channels.
+        message: the Jinja2 message template.
     """
 
-    ok: bool
-    attempts: int
-    failures: tuple[str, ...] = field(default_factory=tuple)
-
-    @property
-    def reason(self) -> str:
-        """The failures joined for the fire record, empty when ok."""
-        return "; ".join(self.failures)
+    channel: str | None = None
+    message: str = DEFAULT_MESSAGE
+    type: str = TYPE
 
 
-def one_line(text: str) -> str:
-    """``text`` on one line: CR/LF escaped as ``\\n``, capped at ``MAX_MESSAGE``."""
-    text = text[:MAX_MESSAGE]
-    return text.replace("\\", "\\\\").replace("\r", "\\r").replace("\n", "\\n")
+def normalize(raw: Mapping[str, Any]) -> NotifySpec:
+    """The spec of a schema-valid ``notify`` mapping (or of its ``to_json``)."""
+    return NotifySpec(channel=raw.get("channel"), message=raw.get("message", DEFAULT_MESSAGE))
 
 
-def _apprise_send(url: str, title: str, body: str) -> None:
-    import apprise  # imported lazily: it is slow to import and only needed here
-
-    sender = apprise.Apprise()
-    if not sender.add(url):
-        raise errors.ActionError("not a valid Apprise URL (check the scheme)")
-    if not sender.notify(body=body[:MAX_MESSAGE], title=title):
-        raise errors.ActionError("Apprise reported the delivery failed")
+def to_json(spec: NotifySpec) -> dict[str, Any]:
+    """The normalized mapping the fingerprint hashes."""
+    return {"type": TYPE, "channel": spec.channel, "message": spec.message}
 
 
-class Notifier:
-    """Delivers messages to channels; one per dispatcher.
+def describe(spec: NotifySpec) -> str:
+    """``notify phone`` or ``notify default channels``."""
+    return f"{TYPE} {spec.channel or 'default channels'}"
 
-    Args:
-        config: the parsed ``monitors.toml`` action sections.
-        state_dir: where ``notifications.log`` lives.
-        environ: environment for ``${ENV}`` in channel URLs.
-        redactor: collects the secret values it expands.
-        backoff_base: seconds before the second attempt (doubling, with jitter).
+
+def preview(spec: NotifySpec) -> str:
+    """What ``monitors test`` says the action would do."""
+    return f"would notify {spec.channel or 'the default channels'}"
+
+
+def check(action: Mapping[str, Any], config: ActionsConfig | None) -> list[tuple[str, str]]:
+    """A named channel must be defined in ``config`` (None: not looked up)."""
+    channel = action.get("channel")
+    if config is None or not channel or str(channel) in config.channels:
+        return []
+    known = ", ".join(sorted(config.channels))
+    return [("action.channel", f"unknown channel {channel!r} (known: {known})")]
+
+
+async def fire(d: Dispatcher, monitor: Monitor, event: Event, spec: NotifySpec, *,
+               recovered: bool) -> None:
+    """Render the message and deliver it, detached; the record ends ``succeeded`` when
+    every channel took it. Cut short by shutdown it stays ``dispatched`` (re-sent).
+
+    Raises:
+        errors.MonitorsError: the message template does not render.
     """
+    from reconciler.actions import templating
+    from reconciler.actions.records import FireStatus, now_iso
 
-    def __init__(
-        self,
-        config: ActionsConfig,
-        *,
-        state_dir: Path,
-        environ: Mapping[str, str],
-        redactor: Redactor,
-        backoff_base: float = 1.0,
-        backoff_cap: float = 30.0,
-    ) -> None:
-        self.config = config
-        self.log_path = state_dir / NOTIFICATIONS_FILE
-        self._environ = environ
-        self._redactor = redactor
-        self._backoff_base = backoff_base
-        self._backoff_cap = backoff_cap
-        self._file_lock = threading.Lock()
-        self._rate_locks: dict[str, asyncio.Lock] = {}
-        self._sent: dict[str, collections.deque[float]] = {}
-        # Apprise runs in its own small pool: a hung channel (we stop waiting at the
-        # timeout, the thread cannot be killed) can never starve the record writes.
-        self._pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=APPRISE_THREADS, thread_name_prefix="apprise")
+    channels = d.notifier.channels_for(spec.channel)
+    message = d.redactor.redact(await d.render(
+        spec.message or DEFAULT_MESSAGE, templating.context(monitor, event)))
+    extra: dict[str, Any] = {"recovered": True} if recovered else {}
 
-    def close(self) -> None:
-        """Stop the Apprise worker pool (queued deliveries are dropped, running ones end)."""
-        self._pool.shutdown(wait=False, cancel_futures=True)
+    async def deliver() -> None:
+        await d.update(monitor.name, event.id, status=str(FireStatus.DISPATCHED),
+                       action=TYPE, dispatchedAt=now_iso(), channels=list(channels), **extra)
+        delivery = await d.notifier.send(channels, monitor=monitor.name, message=message,
+                                         event_id=event.id)
+        await d.finish(monitor, event,
+                       FireStatus.SUCCEEDED if delivery.ok else FireStatus.FAILED,
+                       attempts=delivery.attempts, reason=delivery.reason)
 
-    def channels_for(self, channel: str | None) -> tuple[str, ...]:
-        """The channels a ``notify`` action with ``channel`` goes to (owner's default if None)."""
-        return (channel,) if channel else self.config.owner_channels
-
-    async def send(
-        self, channels: Sequence[str], *, monitor: str, message: str, event_id: str = ""
-    ) -> Delivery:
-        """Deliver ``message`` about ``monitor`` to each of ``channels``; never raises
-        for a channel problem (it is in the returned ``Delivery``)."""
-        results = await asyncio.gather(
-            *(self._send_one(c, monitor=monitor, message=message, event_id=event_id)
-              for c in channels)
-        )
-        failures = tuple(f"{c}: {reason}" for c, (_, reason) in zip(channels, results, strict=True)
-                         if reason)
-        attempts = max((n for n, _ in results), default=0)
-        return Delivery(ok=not failures, attempts=attempts, failures=failures)
-
-    async def _send_one(
-        self, name: str, *, monitor: str, message: str, event_id: str
-    ) -> tuple[int, str]:
-        spec = self.config.channels.get(name)
-        if spec is None:
-            known = ", ".join(sorted(self.config.channels))
-            return 0, f"unknown channel (known: {known}; see [channels])"
-        if spec.url is None:
-            try:
-                await asyncio.to_thread(self._write_log, monitor, message, event_id)
-            except OSError as e:
-                return 1, f"cannot append to {self.log_path}: {e.strerror}"
-            return 1, ""
-        try:
-            url = options.expand(spec.url, environ=self._environ, redactor=self._redactor)
-        except errors.ActionError as e:
-            return 0, str(e)
-        await self._wait_rate(spec)
-        reason = ""
-        for attempt in range(1, spec.max_attempts + 1):
-            try:
-                loop = asyncio.get_running_loop()
-                await asyncio.wait_for(
-                    loop.run_in_executor(self._pool, _apprise_send, url,
-                                         f"monitors: {monitor}", message),
-                    spec.timeout,
-                )
-                return attempt, ""
-            except TimeoutError:
-                reason = f"no answer within {spec.timeout:g}s"
-            except errors.ActionError as e:
-                reason = str(e)
-                if "valid Apprise URL" in reason:
-                    return attempt, reason
-            except Exception as e:  # a plugin bug must fail this delivery, not the daemon
-                reason = f"{type(e).__name__}: {self._redactor.redact(str(e))}"
-            if attempt < spec.max_attempts:
-                delay = min(self._backoff_cap, self._backoff_base * 2 ** (attempt - 1))
-                await asyncio.sleep(delay * (0.5 + random.random() / 2))
-        return spec.max_attempts, f"failed after {spec.max_attempts} attempt(s): {reason}"
-
-    async def _wait_rate(self, spec: ChannelSpec) -> None:
-        """Hold a delivery until ``spec.rate_limit`` allows it (waits at most ``per``)."""
-        limit = spec.rate_limit
-        if limit is None:
-            return
-        lock = self._rate_locks.setdefault(spec.name, asyncio.Lock())
-        async with lock:
-            sent = self._sent.setdefault(spec.name, collections.deque())
-            now = time.monotonic()
-            while sent and sent[0] <= now - limit.per:
-                sent.popleft()
-            if len(sent) >= limit.max:
-                await asyncio.sleep(max(0.0, sent[0] + limit.per - now))
-                sent.popleft()
-            sent.append(time.monotonic())
-
-    def _write_log(self, monitor: str, message: str, event_id: str) -> None:
-        line = f"NOTIFY {monitor}: {one_line(message)}"
-        LOGGER.info("%s", line)
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        suffix = f" [{event_id}]" if event_id else ""
-        data = f"{stamp} {line}{suffix}\n".encode()
-        with self._file_lock:
-            atomic.make_dirs(self.log_path.parent)
-            fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
-                         atomic.FILE_MODE)
-            try:
-                os.write(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+    d.spawn(d.delivery(TYPE, monitor, event, deliver()), f"notify:{monitor.name}:{event.id}")

@@ -20,6 +20,7 @@ import re
 from typing import Any
 
 from reconciler import durations, templates
+from reconciler.actions import registry as actions_registry
 from reconciler.config import problems as P
 from reconciler.config.problems import Problem
 from reconciler.config.yamlload import Document
@@ -38,7 +39,7 @@ _DURATIONS = {
     "action": ("timeout", "maxTime"),
     "rateLimit": ("per",),
 }
-_TEMPLATES = ("prompt", "message")
+_TEMPLATES = actions_registry.TEMPLATE_FIELDS
 # Templates that need no Jinja2 parser: plain text, {{ dotted.name }}, and flat
 # {% if dotted.name %}...{% else %}...{% endif %} blocks (no nesting, no filters, no
 # whitespace control). Anything else, and any name outside the event context, goes

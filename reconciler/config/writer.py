@@ -35,6 +35,7 @@ from typing import Any, Final
 import yaml
 
 from reconciler import errors
+from reconciler.actions import registry as actions_registry
 from reconciler.config import yamlload
 from reconciler.model import Pause
 from reconciler.settings import Settings
@@ -63,10 +64,7 @@ SOURCE_ORDER = (
     "secretEnv",
 )
 CONDITION_ORDER = ("mode", "match", "dedupeKey", "ignore")
-ACTION_ORDER = (
-    "type", "agent", "routine", "channel", "url", "command", "prompt", "message", "cwd", "env",
-    "headers", "secretEnv", "timeout", "overlap", "maxAttempts", "maxTime",
-)
+ACTION_ORDER = actions_registry.KEY_ORDER
 OVERLAY_ORDER = ("apiVersion", "monitor", "pause", "pin")
 PAUSE_ORDER = ("reason", "until", "author", "created")
 PIN_ORDER = ("device", "devices")

@@ -8,7 +8,7 @@ import hmac
 import json
 from typing import Any
 
-from reconciler.actions import webhook_out
+from reconciler.actions import retry
 from reconciler.state.store import Store
 from tests.actions.conftest import (
     Receiver,
@@ -141,6 +141,6 @@ def test_header_secrets_are_redacted_from_records(store: Store) -> None:
 
 
 def test_retry_after_parsing() -> None:
-    assert webhook_out.retry_after("7") == 7.0
-    assert webhook_out.retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412480.0 - 10) == 10.0
-    assert webhook_out.retry_after("soon") is None and webhook_out.retry_after(None) is None
+    assert retry.retry_after("7") == 7.0
+    assert retry.retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412480.0 - 10) == 10.0
+    assert retry.retry_after("soon") is None and retry.retry_after(None) is None
