@@ -8,7 +8,6 @@ import hmac
 import json
 from typing import Any
 
-from reconciler.actions import retry
 from reconciler.state.store import Store
 from tests.actions.conftest import (
     Receiver,
@@ -138,9 +137,3 @@ def test_header_secrets_are_redacted_from_records(store: Store) -> None:
     text = store.fire_dir(mon.name, ev.id).joinpath("event.json").read_text()
     assert token not in text and "url-key-secret" not in text
     assert record(store, mon, ev)["status"] == "failed"
-
-
-def test_retry_after_parsing() -> None:
-    assert retry.retry_after("7") == 7.0
-    assert retry.retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412480.0 - 10) == 10.0
-    assert retry.retry_after("soon") is None and retry.retry_after(None) is None
