@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from reconciler.actions.common import Recovery
+from reconciler.actions.common import AddFlag, Recovery
 from reconciler.actions.options import ActionsConfig
 
 if TYPE_CHECKING:
@@ -26,6 +26,8 @@ RECOVERY = Recovery.RESEND
 TEMPLATES: tuple[str, ...] = ("message",)
 FIELDS: tuple[str, ...] = ("channel", "message")
 DEFAULT_MESSAGE = "{{ monitor.name }}: {{ event }}"
+ADD = AddFlag("--notify", "[CHANNEL]", "Notify the owner (CHANNEL, or the default channels).",
+              optional_value=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +71,11 @@ def check(action: Mapping[str, Any], config: ActionsConfig | None) -> list[tuple
         return []
     known = ", ".join(sorted(config.channels))
     return [("action.channel", f"unknown channel {channel!r} (known: {known})")]
+
+
+def from_flag(value: str, prompt: str | None) -> dict[str, Any]:
+    """The action ``monitors add --notify [CHANNEL]`` writes (``""``: default channels)."""
+    return {"type": TYPE, "channel": value or None}
 
 
 async def fire(d: Dispatcher, monitor: Monitor, event: Event, spec: NotifySpec, *,

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from reconciler.actions import notify, routine, run, webhook_out
-from reconciler.actions.common import Recovery
+from reconciler.actions.common import AddFlag, Recovery
 from reconciler.actions.options import ActionsConfig
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ class ActionKind(Protocol):
     RECOVERY: Recovery
     TEMPLATES: tuple[str, ...]
     FIELDS: tuple[str, ...]
+    ADD: AddFlag
 
     def normalize(self, raw: Mapping[str, Any], /) -> Any:
         """The frozen spec of a schema-valid mapping (or of its ``to_json``)."""
@@ -56,6 +57,10 @@ class ActionKind(Protocol):
     def check(self, action: Mapping[str, Any], config: ActionsConfig | None, /,
               ) -> list[tuple[str, str]]:
         """Lint's reference checks: ``(dotted field, message)`` pairs."""
+        ...
+
+    def from_flag(self, value: str, prompt: str | None, /) -> dict[str, Any]:
+        """The action ``monitors add`` writes for ``ADD.flag`` (raises ``UsageError``)."""
         ...
 
     async def fire(self, d: Dispatcher, monitor: Monitor, event: Event, spec: Any, *,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from reconciler import errors
 from reconciler.actions import options
-from reconciler.actions.common import Recovery
+from reconciler.actions.common import AddFlag, Recovery
 from reconciler.actions.options import ActionsConfig, CommandSpec
 
 if TYPE_CHECKING:
@@ -29,6 +29,7 @@ RECOVERY = Recovery.INTERRUPT
 TEMPLATES: tuple[str, ...] = ("prompt",)
 FIELDS: tuple[str, ...] = ("routine", "prompt")
 DEFAULT_PROMPT = "{{ event }}"
+ADD = AddFlag("--routine", "NAME", "Fire a routine from monitors.toml.", takes_prompt=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +75,11 @@ def check(action: Mapping[str, Any], config: ActionsConfig | None) -> list[tuple
         return []
     known = ", ".join(sorted(config.routines)) or "none defined in monitors.toml"
     return [("action.routine", f"unknown routine {name!r} (known: {known})")]
+
+
+def from_flag(value: str, prompt: str | None) -> dict[str, Any]:
+    """The action ``monitors add --routine NAME [--prompt TEXT]`` writes."""
+    return {"type": TYPE, "routine": value, "prompt": prompt}
 
 
 def resolve(spec: RoutineSpec, config: ActionsConfig) -> CommandSpec:

@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from reconciler import errors
 from reconciler.actions import agents, options
-from reconciler.actions.common import Recovery, mapping, seconds
+from reconciler.actions.common import AddFlag, Recovery, mapping, seconds
 from reconciler.actions.options import ActionsConfig
 
 if TYPE_CHECKING:
@@ -29,6 +30,8 @@ RECOVERY = Recovery.INTERRUPT
 TEMPLATES: tuple[str, ...] = ("prompt",)
 FIELDS: tuple[str, ...] = ("agent", "command", "prompt", "cwd", "env", "timeout", "overlap")
 DEFAULT_OVERLAP = "skip"
+ADD = AddFlag("--run", "AGENT", "Run AGENT with --prompt (the event is {event}).",
+              takes_prompt=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +121,19 @@ def check(action: Mapping[str, Any], config: ActionsConfig | None) -> list[tuple
         known = ", ".join(sorted(config.agents))
         return [("action.agent", f"unknown agent {agent!r} (known: {known})")]
     return []
+
+
+def from_flag(value: str, prompt: str | None) -> dict[str, Any]:
+    """The action ``monitors add --run AGENT --prompt TEXT`` writes.
+
+    Raises:
+        errors.UsageError: no agent named, or no ``--prompt``.
+    """
+    if not value:
+        raise errors.UsageError("--run: name an agent (configured in monitors.toml [agents])")
+    if prompt is None:
+        raise errors.UsageError("--run needs --prompt TEXT (the event is {event})")
+    return {"type": TYPE, "agent": value, "prompt": prompt}
 
 
 async def fire(d: Dispatcher, monitor: Monitor, event: Event, spec: RunSpec, *,

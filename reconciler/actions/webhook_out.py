@@ -27,12 +27,14 @@ import hashlib
 import hmac
 import json
 import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from reconciler import __version__ as VERSION
-from reconciler.actions.common import Recovery, mapping, seconds
+from reconciler import errors
+from reconciler.actions.common import AddFlag, Recovery, mapping, seconds
 from reconciler.actions.options import ActionsConfig
 from reconciler.events import EXCERPT_CHARS, Event
 from reconciler.model import Monitor
@@ -50,6 +52,7 @@ BODY_VERSION = 1
 DEFAULT_TIMEOUT = 10.0  # seconds per attempt
 DEFAULT_MAX_ATTEMPTS = 5
 DEFAULT_MAX_TIME = 120.0  # seconds for the whole delivery, waits included
+ADD = AddFlag("--webhook-out", "URL", "POST the event JSON to URL.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +119,18 @@ def preview(spec: WebhookOutSpec) -> str:
 def check(action: Mapping[str, Any], config: ActionsConfig | None) -> list[tuple[str, str]]:
     """Nothing beyond the schema and the URL checks of ``config.semantic``."""
     return []
+
+
+def from_flag(value: str, prompt: str | None) -> dict[str, Any]:
+    """The action ``monitors add --webhook-out URL`` writes.
+
+    Raises:
+        errors.UsageError: not an http:// or https:// URL.
+    """
+    if not re.match(r"^https?://", value):
+        raise errors.UsageError(
+            f"--webhook-out: expected an http:// or https:// URL, got {value!r}")
+    return {"type": TYPE, "url": value}
 
 
 def body(monitor: Monitor, event: Event) -> bytes:

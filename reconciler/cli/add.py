@@ -13,6 +13,7 @@ refuses a dead pid for ``--watch-pid`` unless ``--force``.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import click
 
 from reconciler import errors
 from reconciler import fleet as fleet_mod
+from reconciler.actions import registry as actions_registry
 from reconciler.cli.overlay_cmds import load, run_apply, settings_of, shown
 from reconciler.config import authoring, normalize, writer
 from reconciler.planning import placement
@@ -80,6 +82,23 @@ def _lint_or_undo(settings: Settings, path: Path, created_dirs: list[Path], *,
         raise errors.ConfigError(f"add: {name} does not pass lint (see above); nothing written")
 
 
+def _action_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The action flags, one per action type (``actions.registry``: each module's
+    ``ADD``), with ``--prompt`` after the first flag that takes a prompt."""
+    flags = [kind.ADD for kind in actions_registry.TYPES.values()]
+    first = next(i for i, flag in enumerate(flags) if flag.takes_prompt)
+    with_prompt = " or ".join(flag.flag for flag in flags if flag.takes_prompt)
+    options = [click.option(flag.flag, is_flag=False, flag_value="", default=None,
+                            metavar=flag.metavar, help=flag.help) if flag.optional_value
+               else click.option(flag.flag, metavar=flag.metavar, help=flag.help)
+               for flag in flags]
+    options.insert(first + 1, click.option("--prompt", metavar="TEXT",
+                                           help=f"The prompt for {with_prompt}."))
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
 @click.command("add")
 @click.argument("name")
 @click.option("--poll", nargs=2, metavar="CMD INTERVAL", help="Re-run CMD every INTERVAL.")
@@ -97,12 +116,7 @@ def _lint_or_undo(settings: Settings, path: Path, created_dirs: list[Path], *,
 @click.option("--match", metavar="RE", help="Fire when the observation matches RE.")
 @click.option("--every", is_flag=True, help="Fire on every observation (pair with a rate limit).")
 @click.option("--dedupe-key", metavar="RE", help="The first match of RE is the event signature.")
-@click.option("--run", metavar="AGENT", help="Run AGENT with --prompt (the event is {event}).")
-@click.option("--prompt", metavar="TEXT", help="The prompt for --run or --routine.")
-@click.option("--routine", metavar="NAME", help="Fire a routine from monitors.toml.")
-@click.option("--notify", is_flag=False, flag_value="", default=None, metavar="[CHANNEL]",
-              help="Notify the owner (CHANNEL, or the default channels).")
-@click.option("--webhook-out", metavar="URL", help="POST the event JSON to URL.")
+@_action_options
 @click.option("--device", metavar="D", help="The owner: only device D runs it.")
 @click.option("--devices", metavar="A,B", help="An allowlist: each listed device runs it.")
 @click.option("--rate-limit", metavar="MAX/PER", help="Auto-pause past MAX fires per PER (5/1m).")
@@ -122,13 +136,13 @@ def command(ctx: click.Context, /, **params: Any) -> int:
         watch_pid=params["watch_pid"], poll_http=params["poll_http"] or None,
         watch_file=params["watch_file"], watch_device=params["watch_device"], ws=params["ws"],
         on=tuple(params["on"]), on_change=params["on_change"], match=params["match"],
-        every=params["every"], dedupe_key=params["dedupe_key"], run=params["run"],
-        prompt=params["prompt"], routine=params["routine"], notify=params["notify"],
-        webhook_out=params["webhook_out"], device=params["device"],
+        every=params["every"], dedupe_key=params["dedupe_key"],
+        prompt=params["prompt"], device=params["device"],
         devices=authoring.split_devices(params["devices"]) if params["devices"] else (),
         rate_limit=params["rate_limit"], interval=params["interval"],
         description=params["description"], labels=tuple(params["labels"]),
         force=params["force"],
+        **{kind.ADD.param: params[kind.ADD.param] for kind in actions_registry.TYPES.values()},
     )
     doc = authoring.build_doc(req)
     monitor = normalize.monitor(doc, name=req.name)

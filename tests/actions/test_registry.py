@@ -89,3 +89,15 @@ def test_the_run_timeout_default_is_one_constant() -> None:
     config = options.parse({"routines": {"r": {"argv": ["true"]}}})
     assert routine.resolve(routine.normalize({"type": "routine", "routine": "r"}),  # type: ignore[attr-defined]
                            config).timeout == options.DEFAULT_RUN_TIMEOUT
+
+
+def test_each_type_has_an_add_flag_whose_action_normalizes() -> None:
+    from reconciler.config import authoring
+
+    assert authoring.ACTION_FLAGS == ("--run", "--routine", "--notify", "--webhook-out")
+    values = {"run": "claude", "routine": "deploy", "notify": "", "webhook-out": "https://h/x"}
+    for kind, module in registry.TYPES.items():
+        prompt = "p" if module.ADD.takes_prompt else None
+        action = module.from_flag(values[kind], prompt)
+        assert registry.normalize({k: v for k, v in action.items() if v is not None})["type"] \
+            == kind
