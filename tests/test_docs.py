@@ -72,6 +72,8 @@ def test_every_action_field_has_a_description_and_an_example() -> None:
             assert field.get("examples"), f"action-{kind}.{name}: no examples"
             if field.get("$ref") == "#/$defs/duration":
                 assert all(isinstance(e, str) for e in field["examples"]), (kind, name)
+        durations = {n for n, f in props.items() if f.get("$ref") == "#/$defs/duration"}
+        assert durations == set(registry.TYPES[kind].DURATIONS), kind
 
 
 def test_action_defaults_agree_across_schema_code_and_readme() -> None:

@@ -36,6 +36,8 @@ class ActionKind(Protocol):
     RECOVERY: Recovery
     TEMPLATES: tuple[str, ...]
     FIELDS: tuple[str, ...]
+    DURATIONS: tuple[str, ...]
+    STARTS_PROCESS: bool
     ADD: AddFlag
 
     def normalize(self, raw: Mapping[str, Any], /) -> Any:
@@ -87,6 +89,14 @@ KEY_ORDER: tuple[str, ...] = (
 TEMPLATE_FIELDS: tuple[str, ...] = tuple(dict.fromkeys(
     f for k in TYPES.values() for f in k.TEMPLATES))
 """Every action field that holds a Jinja2 template (lint checks them)."""
+
+
+DURATION_FIELDS: tuple[str, ...] = tuple(
+    k for k in KEY_ORDER if any(k in t.DURATIONS for t in TYPES.values()))
+"""Every action field that holds a duration (lint parses them; seconds once normalized)."""
+
+PROCESS_TYPES: frozenset[str] = frozenset(k for k, t in TYPES.items() if t.STARTS_PROCESS)
+"""Action types that start a process on this machine (``config.trust``)."""
 
 
 def kind(action: Mapping[str, Any]) -> ActionKind:

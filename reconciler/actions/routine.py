@@ -28,6 +28,8 @@ TYPE = "routine"
 RECOVERY = Recovery.INTERRUPT
 TEMPLATES: tuple[str, ...] = ("prompt",)
 FIELDS: tuple[str, ...] = ("routine", "prompt")
+DURATIONS: tuple[str, ...] = ()  # fields holding durations (seconds)
+STARTS_PROCESS = True  # it starts a process on this machine (config.trust)
 DEFAULT_PROMPT = "{{ event }}"
 ADD = AddFlag("--routine", "NAME", "Fire a routine from monitors.toml.", takes_prompt=True)
 

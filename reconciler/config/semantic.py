@@ -36,7 +36,7 @@ SUCCESS_TOKENS = frozenset(
 # Duration fields per mapping; intervals are range-checked (500ms..7d).
 _DURATIONS = {
     "source": ("interval", "timeout", "backoff"),
-    "action": ("timeout", "maxTime"),
+    "action": actions_registry.DURATION_FIELDS,
     "rateLimit": ("per",),
 }
 _TEMPLATES = actions_registry.TEMPLATE_FIELDS

@@ -29,12 +29,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from reconciler.actions import registry as actions_registry
 from reconciler.model import Monitor
 
 RULE = "unsafe-permissions"
 COMMAND_SOURCES = frozenset({"poll", "command"})
 """Source types that run a command on this machine."""
-COMMAND_ACTIONS = frozenset({"run", "routine"})
+COMMAND_ACTIONS = actions_registry.PROCESS_TYPES
 """Action types that start a process on this machine."""
 COMMAND_SECTIONS = ("agents", "routines")
 """``monitors.toml`` sections that name commands."""
