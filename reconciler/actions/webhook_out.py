@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -36,13 +35,12 @@ from reconciler import __version__ as VERSION
 from reconciler import errors
 from reconciler.actions.common import AddFlag, Recovery, mapping, seconds
 from reconciler.actions.options import ActionsConfig
-from reconciler.events import EXCERPT_CHARS, Event
-from reconciler.model import Monitor
 
 if TYPE_CHECKING:
     from reconciler.actions.dispatch import Dispatcher
+    from reconciler.events import Event
+    from reconciler.model import Monitor
 
-LOG = logging.getLogger("monitors.actions")
 TYPE = "webhook-out"
 RECOVERY = Recovery.RESEND
 TEMPLATES: tuple[str, ...] = ()
@@ -137,6 +135,8 @@ def from_flag(value: str, prompt: str | None) -> dict[str, Any]:
 
 def body(monitor: Monitor, event: Event) -> bytes:
     """The exact JSON bytes POSTed for ``event`` (compact, UTF-8, keys in a fixed order)."""
+    from reconciler.events import EXCERPT_CHARS
+
     doc = {"version": BODY_VERSION, **event.to_json(), "description": monitor.description}
     doc["observation"] = str(doc["observation"])[:EXCERPT_CHARS]
     return json.dumps(doc, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8")
@@ -167,6 +167,8 @@ def request(d: Dispatcher, monitor: Monitor, event: Event, spec: WebhookOutSpec,
     Raises:
         errors.ActionError: a ``${ENV}`` in the URL or a header is not set.
     """
+    import logging
+
     from reconciler.actions import options
 
     url = options.expand(spec.url, environ=d.environ, redactor=d.redactor)
@@ -176,8 +178,9 @@ def request(d: Dispatcher, monitor: Monitor, event: Event, spec: WebhookOutSpec,
     if secret:
         d.redactor.add(secret)
     elif spec.secret_env:
-        LOG.warning("%s: secretEnv %s is not set: webhook-out sent unsigned",
-                    monitor.name, spec.secret_env)
+        logging.getLogger("monitors.actions").warning(
+            "%s: secretEnv %s is not set: webhook-out sent unsigned", monitor.name,
+            spec.secret_env)
     data = sent if sent is not None else body(monitor, event)
     return url, data, headers(event, data, secret=secret, extra=extra)
 
