@@ -28,6 +28,19 @@ from reconciler.planning import placement
 from reconciler.settings import Settings
 
 
+def _action_words(*, optional: bool) -> list[tuple[str, str]]:
+    """``(param, flag)`` of the action flags (``actions.registry``) that take a value
+    (``optional=False``; ``--prompt`` after the first that takes a prompt) or that may
+    go without one (``optional=True``, e.g. ``--notify``)."""
+    flags = [kind.ADD for kind in actions_registry.TYPES.values()]
+    words = [(flag.param, flag.flag) for flag in flags if flag.optional_value == optional]
+    if not optional:
+        first = next(i for i, (param, _) in enumerate(words)
+                     if any(f.param == param and f.takes_prompt for f in flags))
+        words.insert(first + 1, ("prompt", "--prompt"))
+    return words
+
+
 def _command_words(params: dict[str, Any]) -> list[str]:
     """The invocation as words, for the generated header (flags in a stable order)."""
     words = ["add", params["name"]]
@@ -37,8 +50,7 @@ def _command_words(params: dict[str, Any]) -> list[str]:
     for key, flag in (("watch", "--watch"), ("watch_pid", "--watch-pid"),
                       ("watch_file", "--watch-file"), ("watch_device", "--watch-device"),
                       ("ws", "--ws"), ("interval", "--interval"), ("match", "--match"),
-                      ("dedupe_key", "--dedupe-key"), ("run", "--run"), ("prompt", "--prompt"),
-                      ("routine", "--routine"), ("webhook_out", "--webhook-out"),
+                      ("dedupe_key", "--dedupe-key"), *_action_words(optional=False),
                       ("device", "--device"), ("devices", "--devices"),
                       ("rate_limit", "--rate-limit"), ("description", "--description")):
         if params.get(key) is not None:
@@ -47,8 +59,9 @@ def _command_words(params: dict[str, Any]) -> list[str]:
         words += ["--on", item]
     for item in params.get("labels") or ():
         words += ["--label", item]
-    if params.get("notify") is not None:
-        words += ["--notify", params["notify"]] if params["notify"] else ["--notify"]
+    for key, flag in _action_words(optional=True):
+        if params.get(key) is not None:
+            words += [flag, params[key]] if params[key] else [flag]
     for key, flag in (("on_change", "--on-change"), ("every", "--every"), ("force", "--force")):
         if params.get(key):
             words.append(flag)
