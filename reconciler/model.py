@@ -15,7 +15,8 @@ Nothing here does I/O. The shapes:
   The condition is a typed value, ``conditions.spec.Condition`` (its ``to_json``
   gives the normalized mapping: ``mode``, ``match``, ``dedupeKey``, ``ignore``).
 
-  Normalized action keys by ``type``::
+  Normalized action keys by ``type``: each action type module's ``to_json``
+  (``actions.registry.TYPES``; the YAML ``action.type`` values are its keys)::
 
     run          agent, command, prompt, cwd, env, timeout, overlap
     routine      routine, prompt
@@ -80,15 +81,6 @@ class ConditionMode(enum.StrEnum):
     ON_CHANGE = "on-change"
     MATCH = "match"
     EVERY = "every"
-
-
-class ActionType(enum.StrEnum):
-    """The YAML ``action.type`` values."""
-
-    RUN = "run"
-    ROUTINE = "routine"
-    NOTIFY = "notify"
-    WEBHOOK_OUT = "webhook-out"
 
 
 class Severity(enum.StrEnum):

@@ -240,3 +240,78 @@ def test_readme_source_table_agrees_with_the_schema() -> None:
                 assert _readme_value(text) == want, (kind, key, text)
             else:
                 assert "Default:" in prop["description"], (kind, key, text)
+
+
+# --- action types: schema branch <-> type module <-> README table -------------------
+
+
+def _action_rows() -> dict[str, tuple[str, str]]:
+    """README's ``action`` table: type -> (fields column, defaults column)."""
+    start = README.index("### `action` (exactly one `type`)")
+    rows = re.findall(r"^\| `([a-z-]+)` \| (.*) \| (.*) \|$", README[start:start + 3000], re.M)
+    return {kind: (fields, defaults) for kind, fields, defaults in rows}
+
+
+def _action_branch(kind: str) -> dict[str, object]:
+    branch: dict[str, object] = SCHEMA["$defs"][f"action-{kind}"]
+    return branch
+
+
+def test_action_types_agree_across_schema_registry_and_readme() -> None:
+    from reconciler.actions import registry
+
+    in_schema = SCHEMA["properties"]["action"]["properties"]["type"]["enum"]
+    assert list(registry.TYPES) == in_schema
+    assert set(_action_rows()) == set(in_schema)
+    for kind, module in registry.TYPES.items():
+        props = _action_branch(kind)["properties"]
+        assert isinstance(props, dict)
+        assert set(props) - {"type"} == set(module.FIELDS), kind
+        assert [k for k in registry.KEY_ORDER if k in props] == ["type", *(
+            k for k in registry.KEY_ORDER if k in module.FIELDS)], kind
+
+
+def test_every_action_field_has_a_description_and_an_example() -> None:
+    from reconciler.actions import registry
+
+    for kind in registry.TYPES:
+        props = _action_branch(kind)["properties"]
+        assert isinstance(props, dict)
+        for name, field in props.items():
+            assert field.get("description"), f"action-{kind}.{name}: no description"
+            assert field.get("examples"), f"action-{kind}.{name}: no examples"
+            if field.get("$ref") == "#/$defs/duration":
+                assert all(isinstance(e, str) for e in field["examples"]), (kind, name)
+        durations = {n for n, f in props.items() if f.get("$ref") == "#/$defs/duration"}
+        assert durations == set(registry.TYPES[kind].DURATIONS), kind
+
+
+def test_action_defaults_agree_across_schema_code_and_readme() -> None:
+    """A schema ``default`` is what normalization fills in, and README's defaults column
+    says it; every field is in README's fields column, required ones in bold."""
+    from reconciler.actions import registry
+
+    rows = _action_rows()
+    for kind in registry.TYPES:
+        branch = _action_branch(kind)
+        props, required = branch["properties"], branch["required"]
+        assert isinstance(props, dict) and isinstance(required, list)
+        minimal = {k: props[k]["examples"][0] for k in required}
+        normalized = registry.normalize(minimal)
+        fields_col, defaults_col = rows[kind]
+        for name, field in props.items():
+            if name == "type":
+                continue
+            bold = f"**`{name}`**" in fields_col
+            assert f"`{name}`" in fields_col, f"README action {kind}: {name} not listed"
+            assert bold == (name in required), f"README action {kind}: {name} bold?"
+            if "default" not in field:
+                continue
+            default = field["default"]
+            expected = (durations.parse(default) if field.get("$ref") == "#/$defs/duration"
+                        else default)
+            assert normalized[name] == expected, f"action-{kind}.{name}: schema default"
+            if default != {}:
+                said = (f"`{name}`: {default}", f"`{name}`: `{default}`")
+                assert any(s in defaults_col for s in said), (
+                    f"README action {kind}: default of {name} is not {default!r}")

@@ -10,12 +10,14 @@ written to the fire directory and named by ``MONITORS_PROMPT_FILE``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from reconciler import errors
-from reconciler.actions import options
-from reconciler.actions.options import PROMPT, ActionsConfig, CommandSpec
+from reconciler.actions.options import DEFAULT_RUN_TIMEOUT, PROMPT, ActionsConfig, CommandSpec
+
+if TYPE_CHECKING:
+    from reconciler.actions.run import RunSpec
 
 
 def substitute(template: Sequence[str], prompt: str) -> list[str]:
@@ -33,34 +35,32 @@ def check(template: Sequence[str]) -> str | None:
     return None
 
 
-def for_run(action: Mapping[str, Any], config: ActionsConfig) -> CommandSpec:
-    """Return the command a normalized ``run`` action spawns (its own options folded in).
+def for_run(action: RunSpec, config: ActionsConfig) -> CommandSpec:
+    """Return the command a ``run`` action spawns (its own options folded in).
 
-    ``command`` wins over ``agent``; ``cwd``, ``env``, ``timeout`` and ``overlap``
-    come from the action.
+    ``command`` wins over ``agent``; ``cwd`` (else the agent's), ``env`` (over the
+    agent's), ``timeout`` and ``overlap`` come from the action.
 
     Raises:
         errors.NotFoundError: an unknown agent.
         errors.ActionError: neither ``agent`` nor ``command``.
     """
-    command = action.get("command")
-    agent = action.get("agent")
-    if command:
-        base = CommandSpec(name="command", argv=tuple(str(a) for a in command))
-    elif agent:
-        found = config.agents.get(str(agent))
+    if action.command:
+        base = CommandSpec(name="command", argv=tuple(str(a) for a in action.command))
+    elif action.agent:
+        found = config.agents.get(action.agent)
         if found is None:
             known = ", ".join(sorted(config.agents))
-            raise errors.NotFoundError(f"unknown agent {agent!r} (known: {known}; see [agents])")
+            raise errors.NotFoundError(
+                f"unknown agent {action.agent!r} (known: {known}; see [agents])")
         base = found
     else:
         raise errors.ActionError("run action names neither an agent nor a command")
-    env = {**base.env, **dict(action.get("env") or {})}
     return CommandSpec(
         name=base.name,
         argv=base.argv,
-        cwd=action.get("cwd") or base.cwd,
-        env=env,
-        timeout=float(action.get("timeout") or base.timeout or options.DEFAULT_RUN_TIMEOUT),
-        overlap=str(action.get("overlap") or base.overlap or "skip"),
+        cwd=action.cwd or base.cwd,
+        env={**base.env, **action.env},
+        timeout=action.timeout or base.timeout or DEFAULT_RUN_TIMEOUT,
+        overlap=action.overlap or base.overlap or "skip",
     )

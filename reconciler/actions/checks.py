@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from reconciler.actions import agents
+from reconciler.actions import registry
 from reconciler.actions.options import ActionsConfig
 
 if TYPE_CHECKING:
@@ -34,7 +34,8 @@ def problems(
         config: the parsed monitors.toml sections; None skips the name look-ups.
     """
     out: list[tuple[str, str]] = []
-    for key in ("prompt", "message"):
+    found = registry.TYPES.get(str(action.get("type")))
+    for key in found.TEMPLATES if found is not None else ():
         text = action.get(key)
         if isinstance(text, str):
             from reconciler.actions import templating
@@ -49,9 +50,9 @@ def problems(
 def references(
     action: Mapping[str, Any], config: ActionsConfig | None = None
 ) -> list[tuple[str, str]]:
-    """The non-template checks of an ``action`` mapping: a run needs an agent or a
-    command, a command's argv template must be usable (``agents.check``), and the
-    named agent, routine or channel must be defined in ``config``.
+    """The non-template checks of an ``action`` mapping: its type module's ``check``
+    (a run needs an agent or a command, a command's argv template must be usable,
+    the named agent, routine or channel must be defined in ``config``).
 
     Args:
         action: the monitor's ``action`` (raw or normalized).
@@ -60,31 +61,8 @@ def references(
     Returns:
         ``(dotted field, message)`` pairs such as ``("action.agent", "unknown agent ...")``.
     """
-    out: list[tuple[str, str]] = []
-    kind = action.get("type")
-    if kind == "run":
-        command = action.get("command")
-        agent = action.get("agent")
-        if command:
-            problem = agents.check([str(c) for c in command])
-            if problem:
-                out.append(("action.command", problem))
-        elif not agent:
-            out.append(("action", "run needs an agent (see [agents]) or a command"))
-        elif config is not None and str(agent) not in config.agents:
-            known = ", ".join(sorted(config.agents))
-            out.append(("action.agent", f"unknown agent {agent!r} (known: {known})"))
-    elif kind == "routine" and config is not None:
-        name = str(action.get("routine"))
-        if name not in config.routines:
-            known = ", ".join(sorted(config.routines)) or "none defined in monitors.toml"
-            out.append(("action.routine", f"unknown routine {name!r} (known: {known})"))
-    elif kind == "notify" and config is not None:
-        channel = action.get("channel")
-        if channel and str(channel) not in config.channels:
-            known = ", ".join(sorted(config.channels))
-            out.append(("action.channel", f"unknown channel {channel!r} (known: {known})"))
-    return out
+    found = registry.TYPES.get(str(action.get("type")))
+    return found.check(action, config) if found is not None else []
 
 
 def __getattr__(name: str) -> ModuleType:

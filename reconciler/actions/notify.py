@@ -1,184 +1,107 @@
-"""The ``notify`` action: deliver a message to named channels.
+"""The ``notify`` action type: deliver a rendered message to a channel.
 
-Channels come from ``[channels.NAME]`` in ``monitors.toml`` and are delivered
-through Apprise (any of its URL schemes), called in a child process killed at our
-own per-attempt timeout (``apprise_child``); retries with backoff, the per-channel rate limit and
-durability (the fire record) are ours. The built-in ``log`` channel writes one
-line ``NOTIFY <monitor>: <message>`` at INFO to the logger ``monitors.notify``
-and appends it, time-stamped, to ``<state>/notifications.log`` (fsynced, through
-the store: ``Store.append_notification``); it
-needs no network. An unknown or failing channel fails that delivery only.
+All that is known about ``notify`` (README: Actions): its spec and defaults, its
+normalization, description, lint check (the channel must be defined), ``test``
+preview, crash recovery (at-least-once: re-sent) and ``fire``. Delivery (Apprise,
+the ``log`` channel, retries, rate limits) is ``actions.notifier``, imported when a
+fire happens: this module imports only leaves.
 """
 
 from __future__ import annotations
 
-import asyncio
-import collections
-import logging
-import random
-import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from reconciler import errors
-from reconciler.actions import apprise_child, options
-from reconciler.actions.options import ActionsConfig, ChannelSpec, Redactor
+from reconciler.actions.common import AddFlag, Recovery
+from reconciler.actions.options import ActionsConfig
 
-LOGGER = logging.getLogger("monitors.notify")
-MAX_MESSAGE = 16 * 1024  # characters sent per notification
-APPRISE_CHILDREN = 4  # Apprise deliveries under way at once (a child process each)
+if TYPE_CHECKING:
+    from reconciler.actions.dispatch import Dispatcher
+    from reconciler.events import Event
+    from reconciler.model import Monitor
+
+TYPE = "notify"
+RECOVERY = Recovery.RESEND
+TEMPLATES: tuple[str, ...] = ("message",)
+FIELDS: tuple[str, ...] = ("channel", "message")
+DURATIONS: tuple[str, ...] = ()  # fields holding durations (seconds)
+DEFAULT_MESSAGE = "{{ monitor.name }}: {{ event }}"
+ADD = AddFlag("--notify", "[CHANNEL]", "Notify the owner (CHANNEL, or the default channels).",
+              optional_value=True)
 
 
 @dataclass(frozen=True, slots=True)
-class Delivery:
-    """The outcome of delivering one message to one or more channels.
+class NotifySpec:
+    """A normalized ``notify`` action.
 
     Attributes:
-        ok: every channel accepted it.
-        attempts: the most attempts any one channel took.
-        failures: ``channel: reason`` for each channel that failed.
+        channel: a ``[channels]`` name, or None for the owner's default channels.
+        message: the Jinja2 message template.
     """
 
-    ok: bool
-    attempts: int
-    failures: tuple[str, ...] = field(default_factory=tuple)
-
-    @property
-    def reason(self) -> str:
-        """The failures joined for the fire record, empty when ok."""
-        return "; ".join(self.failures)
+    channel: str | None = None
+    message: str = DEFAULT_MESSAGE
+    type: str = TYPE
 
 
-def one_line(text: str) -> str:
-    """``text`` on one line: CR/LF escaped as ``\\n``, capped at ``MAX_MESSAGE``."""
-    text = text[:MAX_MESSAGE]
-    return text.replace("\\", "\\\\").replace("\r", "\\r").replace("\n", "\\n")
+def normalize(raw: Mapping[str, Any]) -> NotifySpec:
+    """The spec of a schema-valid ``notify`` mapping (or of its ``to_json``)."""
+    return NotifySpec(channel=raw.get("channel"), message=raw.get("message", DEFAULT_MESSAGE))
 
 
-async def _apprise_send(url: str, title: str, body: str, *, timeout: float) -> None:
-    # in a child process killed at ``timeout``: an answer that never ends cannot keep a
-    # thread of the daemon reading (and the daemon growing) after we stop waiting
-    answer = await apprise_child.send_async(url, title, body[:MAX_MESSAGE], timeout=timeout)
-    if answer is None:
-        raise TimeoutError
-    if not answer.added:
-        raise errors.ActionError("not a valid Apprise URL (check the scheme)")
-    if not answer.ok:
-        raise errors.ActionError("Apprise reported the delivery failed")
+def to_json(spec: NotifySpec) -> dict[str, Any]:
+    """The normalized mapping the fingerprint hashes."""
+    return {"type": TYPE, "channel": spec.channel, "message": spec.message}
 
 
-class Notifier:
-    """Delivers messages to channels; one per dispatcher.
+def describe(spec: NotifySpec) -> str:
+    """``notify phone`` or ``notify default channels``."""
+    return f"{TYPE} {spec.channel or 'default channels'}"
 
-    Args:
-        config: the parsed ``monitors.toml`` action sections.
-        append_log: appends lines to ``<state>/notifications.log``, fsynced
-            (``Store.append_notification``); raises ``OSError``.
-        environ: environment for ``${ENV}`` in channel URLs.
-        redactor: collects the secret values it expands.
-        backoff_base: seconds before the second attempt (doubling, with jitter).
+
+def preview(spec: NotifySpec) -> str:
+    """What ``monitors test`` says the action would do."""
+    return f"would notify {spec.channel or 'the default channels'}"
+
+
+def check(action: Mapping[str, Any], config: ActionsConfig | None) -> list[tuple[str, str]]:
+    """A named channel must be defined in ``config`` (None: not looked up)."""
+    channel = action.get("channel")
+    if config is None or not channel or str(channel) in config.channels:
+        return []
+    known = ", ".join(sorted(config.channels))
+    return [("action.channel", f"unknown channel {channel!r} (known: {known})")]
+
+
+def from_flag(value: str, prompt: str | None) -> dict[str, Any]:
+    """The action ``monitors add --notify [CHANNEL]`` writes (``""``: default channels)."""
+    return {"type": TYPE, "channel": value or None}
+
+
+async def fire(d: Dispatcher, monitor: Monitor, event: Event, spec: NotifySpec, *,
+               recovered: bool) -> None:
+    """Render the message and deliver it, detached; the record ends ``succeeded`` when
+    every channel took it. Cut short by shutdown it stays ``dispatched`` (re-sent).
+
+    Raises:
+        errors.MonitorsError: the message template does not render.
     """
+    from reconciler.actions import templating
+    from reconciler.actions.records import FireStatus, now_iso
 
-    def __init__(
-        self,
-        config: ActionsConfig,
-        *,
-        append_log: Callable[[bytes], object],
-        environ: Mapping[str, str],
-        redactor: Redactor,
-        backoff_base: float = 1.0,
-        backoff_cap: float = 30.0,
-    ) -> None:
-        self.config = config
-        self._append_log = append_log
-        self._environ = environ
-        self._redactor = redactor
-        self._backoff_base = backoff_base
-        self._backoff_cap = backoff_cap
-        self._rate_locks: dict[str, asyncio.Lock] = {}
-        self._sent: dict[str, collections.deque[float]] = {}
-        self._apprise_slots = asyncio.Semaphore(APPRISE_CHILDREN)
+    channels = d.notifier.channels_for(spec.channel)
+    message = d.redactor.redact(await d.render(
+        spec.message or DEFAULT_MESSAGE, templating.context(monitor, event)))
+    extra: dict[str, Any] = {"recovered": True} if recovered else {}
 
-    def close(self) -> None:
-        """Nothing to stop: each Apprise child ends at its deadline or when its
-        delivery is cancelled (``apprise_child.send_async``)."""
+    async def deliver() -> None:
+        await d.update(monitor.name, event.id, status=str(FireStatus.DISPATCHED),
+                       action=TYPE, dispatchedAt=now_iso(), channels=list(channels), **extra)
+        delivery = await d.notifier.send(channels, monitor=monitor.name, message=message,
+                                         event_id=event.id)
+        await d.finish(monitor, event,
+                       FireStatus.SUCCEEDED if delivery.ok else FireStatus.FAILED,
+                       attempts=delivery.attempts, reason=delivery.reason)
 
-    def channels_for(self, channel: str | None) -> tuple[str, ...]:
-        """The channels a ``notify`` action with ``channel`` goes to (owner's default if None)."""
-        return (channel,) if channel else self.config.owner_channels
-
-    async def send(
-        self, channels: Sequence[str], *, monitor: str, message: str, event_id: str = ""
-    ) -> Delivery:
-        """Deliver ``message`` about ``monitor`` to each of ``channels``; never raises
-        for a channel problem (it is in the returned ``Delivery``)."""
-        results = await asyncio.gather(
-            *(self._send_one(c, monitor=monitor, message=message, event_id=event_id)
-              for c in channels)
-        )
-        failures = tuple(f"{c}: {reason}" for c, (_, reason) in zip(channels, results, strict=True)
-                         if reason)
-        attempts = max((n for n, _ in results), default=0)
-        return Delivery(ok=not failures, attempts=attempts, failures=failures)
-
-    async def _send_one(
-        self, name: str, *, monitor: str, message: str, event_id: str
-    ) -> tuple[int, str]:
-        spec = self.config.channels.get(name)
-        if spec is None:
-            known = ", ".join(sorted(self.config.channels))
-            return 0, f"unknown channel (known: {known}; see [channels])"
-        if spec.url is None:
-            try:
-                await asyncio.to_thread(self._write_log, monitor, message, event_id)
-            except OSError as e:
-                return 1, f"cannot append to {e.filename}: {e.strerror}"
-            return 1, ""
-        try:
-            url = options.expand(spec.url, environ=self._environ, redactor=self._redactor)
-        except errors.ActionError as e:
-            return 0, str(e)
-        await self._wait_rate(spec)
-        reason = ""
-        for attempt in range(1, spec.max_attempts + 1):
-            try:
-                async with self._apprise_slots:
-                    await _apprise_send(url, f"monitors: {monitor}", message,
-                                        timeout=spec.timeout)
-                return attempt, ""
-            except TimeoutError:
-                reason = f"no answer within {spec.timeout:g}s"
-            except errors.ActionError as e:
-                reason = str(e)
-                if "valid Apprise URL" in reason:
-                    return attempt, reason
-            except Exception as e:  # a plugin bug must fail this delivery, not the daemon
-                reason = f"{type(e).__name__}: {self._redactor.redact(str(e))}"
-            if attempt < spec.max_attempts:
-                delay = min(self._backoff_cap, self._backoff_base * 2 ** (attempt - 1))
-                await asyncio.sleep(delay * (0.5 + random.random() / 2))
-        return spec.max_attempts, f"failed after {spec.max_attempts} attempt(s): {reason}"
-
-    async def _wait_rate(self, spec: ChannelSpec) -> None:
-        """Hold a delivery until ``spec.rate_limit`` allows it (waits at most ``per``)."""
-        limit = spec.rate_limit
-        if limit is None:
-            return
-        lock = self._rate_locks.setdefault(spec.name, asyncio.Lock())
-        async with lock:
-            sent = self._sent.setdefault(spec.name, collections.deque())
-            now = time.monotonic()
-            while sent and sent[0] <= now - limit.per:
-                sent.popleft()
-            if len(sent) >= limit.max:
-                await asyncio.sleep(max(0.0, sent[0] + limit.per - now))
-                sent.popleft()
-            sent.append(time.monotonic())
-
-    def _write_log(self, monitor: str, message: str, event_id: str) -> None:
-        line = f"NOTIFY {monitor}: {one_line(message)}"
-        LOGGER.info("%s", line)
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        suffix = f" [{event_id}]" if event_id else ""
-        data = f"{stamp} {line}{suffix}\n".encode()
-        self._append_log(data)
+    d.spawn(d.delivery(TYPE, monitor, event, deliver()), f"notify:{monitor.name}:{event.id}")

@@ -2,7 +2,8 @@
 
 A fire is unfinished when its record is ``pending`` (durable before dispatch,
 so a crash may fall between the two) or ``dispatched`` (the action had started).
-The guarantee per action type:
+The guarantee per action type (each type module's ``RECOVERY``, read through
+``actions.registry``):
 
 =============  ===============  ================================================
 action         guarantee        unfinished fire at start
@@ -26,6 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from reconciler.actions import registry
+from reconciler.actions.common import Recovery
 from reconciler.actions.records import (
     FireStatus,
     FireStore,
@@ -34,9 +37,7 @@ from reconciler.actions.records import (
     status_of,
 )
 from reconciler.events import Event
-from reconciler.model import ActionType, Monitor
-
-RESEND = frozenset({ActionType.WEBHOOK_OUT, ActionType.NOTIFY})
+from reconciler.model import Monitor
 
 
 class Redeliverer(Protocol):
@@ -84,7 +85,7 @@ async def recover(store: FireStore, monitors: Mapping[str, Monitor],
             reason = f"{was} at start; monitor no longer configured here: not re-sent"
         elif event.fingerprint and event.fingerprint != monitor.fingerprint:
             reason = f"{was} at start; monitor changed since (fingerprint): not re-sent"
-        elif action in RESEND:
+        elif registry.recovery(action) is Recovery.RESEND:
             out.append(Recovered(name, event.id, action, "resent",
                                  f"{was} at start: re-sent with the same id (at-least-once)"))
             await dispatcher.redeliver(monitor, event)

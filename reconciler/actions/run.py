@@ -1,140 +1,152 @@
-"""The ``run`` action: spawn an agent or command with the rendered prompt as one argv element.
+"""The ``run`` action type: spawn an agent (``[agents]``) or a command with the prompt.
 
-Never a shell: the argv goes to ``processes.spawn`` (the mechanism the ``poll`` and
-``command`` sources use). The child runs in its own session (process group) with
-stdin closed; stdout and stderr are captured together, capped, redacted, and
-written to ``output.log`` beside the fire record when it ends.
-
-The run ends when the direct child exits, not when its pipe closes: a background
-child (``sleep 300 & echo hi``) cannot keep it "running" or block the next fire
-under ``overlap: skip``. When the run ends, however it ends (exit, failure,
-timeout, shutdown), its whole process group is killed, so nothing it started
-outlives it. A timeout first sends SIGTERM to the group, then SIGKILL after a
-grace period. ``execute`` is what ``routine`` uses too; ``dispatch`` owns overlap
-and the fire record.
+All that is known about ``run`` (README: Actions): its spec and defaults (``RunSpec``),
+normalization for the fingerprint (``normalize``/``to_json``), its one-line
+description, its lint checks, its ``test`` preview, its crash recovery
+(at-most-once: never re-spawned) and ``fire``. The process machinery is
+``actions.spawn`` and the overlap queue ``actions.jobs``, imported when a fire
+happens: this module imports only leaves, so ``monitors lint`` can use it without
+asyncio.
 """
 
 from __future__ import annotations
 
-import asyncio
-import signal
-import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from reconciler import processes
-from reconciler.actions.options import Redactor
+from reconciler import errors
+from reconciler.actions import agents, options
+from reconciler.actions.common import AddFlag, Recovery, mapping, seconds
+from reconciler.actions.options import ActionsConfig
 
-DEFAULT_MAX_OUTPUT = 1024 * 1024  # bytes kept in output.log
-KILL_GRACE = 5.0  # seconds between SIGTERM and SIGKILL
-DRAIN_AFTER_EXIT = 0.25  # seconds to read on after the child exits (grandchildren)
-_CHUNK = 65536
+if TYPE_CHECKING:
+    from reconciler.actions.dispatch import Dispatcher
+    from reconciler.events import Event
+    from reconciler.model import Monitor
+
+TYPE = "run"
+RECOVERY = Recovery.INTERRUPT
+TEMPLATES: tuple[str, ...] = ("prompt",)
+FIELDS: tuple[str, ...] = ("agent", "command", "prompt", "cwd", "env", "timeout", "overlap")
+DURATIONS: tuple[str, ...] = ("timeout",)  # fields holding durations (seconds)
+DEFAULT_OVERLAP = "skip"
+ADD = AddFlag("--run", "AGENT", "Run AGENT with --prompt (the event is {event}).",
+              takes_prompt=True)
 
 
 @dataclass(frozen=True, slots=True)
-class RunOutcome:
-    """How one spawned command ended.
+class RunSpec:
+    """A normalized ``run`` action.
 
     Attributes:
-        exit_code: the exit status, negative for a signal, None if it never started.
-        duration: seconds from spawn to exit.
-        output_bytes: bytes of output produced (before the cap).
-        truncated: output was longer than the cap.
-        timed_out: the timeout killed the process group.
-        error: why it could not start (``spawn: ...``), else None.
+        prompt: the Jinja2 prompt template (required).
+        agent: an ``[agents]`` name, or None when ``command`` is given.
+        command: an argv template (``{prompt}`` elements take the prompt); wins over agent.
+        cwd: working directory (None: the agent's, else the repository root).
+        env: extra environment (values may reference ``${ENV}``).
+        timeout: seconds before the process group is killed.
+        overlap: skip | queue | parallel, when a fire comes while a run is going.
     """
 
-    exit_code: int | None
-    duration: float
-    output_bytes: int
-    truncated: bool
-    timed_out: bool = False
-    error: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        """Exit code 0 without a timeout."""
-        return self.exit_code == 0 and not self.timed_out and self.error is None
+    prompt: str
+    agent: str | None = None
+    command: tuple[str, ...] | None = None
+    cwd: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    timeout: float = options.DEFAULT_RUN_TIMEOUT
+    overlap: str = DEFAULT_OVERLAP
+    type: str = TYPE
 
 
-async def execute(
-    argv: Sequence[str],
-    *,
-    cwd: str,
-    env: Mapping[str, str],
-    timeout: float,
-    write_output: Callable[[bytes], object],
-    redactor: Redactor,
-    max_bytes: int = DEFAULT_MAX_OUTPUT,
-    kill_grace: float = KILL_GRACE,
-    on_start: Callable[[int], None] | None = None,
-) -> RunOutcome:
-    """Run ``argv`` (no shell) to completion or ``timeout`` seconds and record its output.
+def normalize(raw: Mapping[str, Any]) -> RunSpec:
+    """The spec of a schema-valid ``run`` mapping (or of its ``to_json``).
 
-    Args:
-        argv: the full argv; ``argv[0]`` is looked up on ``PATH`` of ``env``.
-        cwd: working directory (already expanded).
-        env: the complete child environment.
-        write_output: writes the capped, redacted output when it ends (the fire's
-            ``output.log``, durably: ``Store.write_fire_file``).
-        on_start: called with the child's pid once it runs.
-
-    Never raises for a child that fails to start or misbehaves: that is the
-    outcome. Cancellation kills the process group and re-raises.
+    Raises:
+        ValueError: a duration does not parse.
     """
-    started = time.monotonic()
-    try:
-        child = await processes.spawn(argv, cwd=cwd, env=env, stderr=asyncio.subprocess.STDOUT)
-    except (OSError, ValueError, TypeError) as e:
-        what = (e.strerror or str(e)) if isinstance(e, OSError) else str(e)
-        reason = f"spawn: {argv[0]}: {what} (cwd {cwd})"
-        await asyncio.to_thread(write_output, redactor.redact(reason + "\n").encode())
-        return RunOutcome(None, time.monotonic() - started, 0, False, error=reason)
-    if on_start is not None:
-        on_start(child.pid)
-    kept = bytearray()
-    total = 0
+    return RunSpec(
+        agent=raw.get("agent"),
+        command=tuple(raw["command"]) if raw.get("command") else None,
+        prompt=raw["prompt"],
+        cwd=raw.get("cwd"),
+        env=mapping(raw.get("env")),
+        timeout=seconds(raw.get("timeout"), options.DEFAULT_RUN_TIMEOUT),
+        overlap=raw.get("overlap", DEFAULT_OVERLAP),
+    )
 
-    async def read() -> None:
-        nonlocal total
-        stream = child.proc.stdout
-        if stream is None:  # cannot happen: spawn pipes stdout; never assert at runtime
-            return
-        while chunk := await stream.read(_CHUNK):
-            total += len(chunk)
-            room = max_bytes - len(kept)
-            if room > 0:
-                kept.extend(chunk[:room])
 
-    reader = asyncio.ensure_future(read())
-    timed_out = False
-    code: int | None = None
-    try:
-        try:
-            code = await asyncio.wait_for(child.wait_exit(), timeout)
-        except TimeoutError:
-            timed_out = True
-            processes.kill_group(child, signal.SIGTERM)
-            try:
-                code = await asyncio.wait_for(child.wait_exit(), kill_grace)
-            except TimeoutError:
-                processes.kill_group(child, signal.SIGKILL)
-                code = await child.wait_exit()
-        # The direct child has exited: the action is over. Read what it left in the pipe,
-        # but never wait on a background grandchild that inherited it.
-        await asyncio.wait([reader], timeout=DRAIN_AFTER_EXIT)
-    finally:
-        # Whatever ended it (exit, timeout, cancel at shutdown): nothing it started lives on.
-        await processes.finish(child, grace=kill_grace)
-        reader.cancel()
-        await asyncio.gather(reader, return_exceptions=True)
-    duration = time.monotonic() - started
-    truncated = total > max_bytes
-    # Redacted before the notes: a secret cut by the cap is masked too (``cut``).
-    text = redactor.redact(kept.decode("utf-8", errors="replace"), cut=truncated)
-    if truncated:
-        text += f"\n[output truncated: {total} bytes, first {max_bytes} kept]\n"
-    if timed_out:
-        text += f"\n[timed out after {timeout:g}s: process group killed]\n"
-    await asyncio.to_thread(write_output, text.encode("utf-8"))
-    return RunOutcome(code, duration, total, truncated, timed_out=timed_out)
+def to_json(spec: RunSpec) -> dict[str, Any]:
+    """The normalized mapping the fingerprint hashes (keys and order as ever)."""
+    return {
+        "type": TYPE,
+        "agent": spec.agent,
+        "command": list(spec.command) if spec.command else None,
+        "prompt": spec.prompt,
+        "cwd": spec.cwd,
+        "env": dict(spec.env),
+        "timeout": spec.timeout,
+        "overlap": spec.overlap,
+    }
+
+
+def who(spec: RunSpec) -> str:
+    """The agent's name, else the command joined by spaces."""
+    return spec.agent or " ".join(spec.command or ())
+
+
+def describe(spec: RunSpec) -> str:
+    """``run claude`` or ``run make test``."""
+    return f"{TYPE} {who(spec)}".strip()
+
+
+def preview(spec: RunSpec) -> str:
+    """What ``monitors test`` says the action would do."""
+    return f"would run {who(spec)} with the prompt below"
+
+
+def check(action: Mapping[str, Any], config: ActionsConfig | None) -> list[tuple[str, str]]:
+    """A run needs an agent or a command; a command's argv template must be usable
+    (``agents.check``); a named agent must be defined in ``config`` (None: not looked up).
+
+    Returns:
+        ``(dotted field, message)`` pairs, e.g. ``("action.agent", "unknown agent ...")``.
+    """
+    command, agent = action.get("command"), action.get("agent")
+    if command:
+        problem = agents.check([str(c) for c in command])
+        return [("action.command", problem)] if problem else []
+    if not agent:
+        return [("action", "run needs an agent (see [agents]) or a command")]
+    if config is not None and str(agent) not in config.agents:
+        known = ", ".join(sorted(config.agents))
+        return [("action.agent", f"unknown agent {agent!r} (known: {known})")]
+    return []
+
+
+def from_flag(value: str, prompt: str | None) -> dict[str, Any]:
+    """The action ``monitors add --run AGENT --prompt TEXT`` writes.
+
+    Raises:
+        errors.UsageError: no agent named, or no ``--prompt``.
+    """
+    if not value:
+        raise errors.UsageError("--run: name an agent (configured in monitors.toml [agents])")
+    if prompt is None:
+        raise errors.UsageError("--run needs --prompt TEXT (the event is {event})")
+    return {"type": TYPE, "agent": value, "prompt": prompt}
+
+
+async def fire(d: Dispatcher, monitor: Monitor, event: Event, spec: RunSpec, *,
+               recovered: bool) -> None:
+    """Resolve the command, render the prompt and hand the run to the overlap queue.
+
+    Raises:
+        errors.MonitorsError: an unknown agent or a template that does not render
+            (the dispatcher records a ``failed`` fire).
+    """
+    from reconciler.actions import templating
+
+    command = agents.for_run(spec, d.config)
+    prompt = await d.render(spec.prompt, templating.context(monitor, event))
+    await d.runs.admit(monitor, event, kind=TYPE, spec=command, prompt=prompt)

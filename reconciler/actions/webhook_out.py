@@ -1,4 +1,10 @@
-"""The ``webhook-out`` action: POST the event JSON, signed, with bounded retries.
+"""The ``webhook-out`` action type: POST the event JSON, signed, with bounded retries.
+
+All that is known about ``webhook-out`` (README: Actions): its spec and defaults,
+normalization, description, ``test`` preview, crash recovery (at-least-once: re-sent
+with the same event id and the very bytes first sent) and ``fire``; the request is
+built here, sent by ``actions.webhook_send`` (httpx, imported when a fire happens:
+this module imports only leaves).
 
 Body: ``events.Event.to_json()`` (id, monitor, fingerprint, firedAt, event,
 signature, observation excerpt, meta, groups, reason) plus ``version`` (1) and
@@ -11,63 +17,126 @@ action's ``secretEnv`` names a set environment variable,
 ``X-Monitors-Signature-256: sha256=<hex HMAC-SHA256 of the body>`` (GitHub's
 scheme), plus the action's ``headers`` (``${ENV}`` expanded, values redacted).
 
-Retries (RFC 9110 semantics): a connect error, a timeout, a 5xx, 408 or 429 is
-retried with exponential backoff and jitter, waiting at least ``Retry-After``
-(seconds or an HTTP date, RFC 9110 §10.2.3) when the server sends one; any
-other 4xx (and 3xx: redirects are not followed) fails at once. At most
-``maxAttempts`` attempts within ``maxTime`` seconds in total: a wait that would
-pass ``maxTime`` (a long ``Retry-After`` included) ends the delivery as failed.
-Each attempt, the answer's body included, ends within ``timeout`` (and what is left of
-``maxTime``), and at most ``bounded.BODY_CAP`` bytes of the answer are held
-(``bounded.request``): an answer that never ends is a timed-out attempt.
+Retries: ``actions.retry`` (the policy notify uses too) with ``maxAttempts`` and
+``maxTime``; what is retried, and how each attempt is bounded in time and memory
+(``actions.bounded``), is in ``actions.webhook_send``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import datetime as dt
-import email.utils
 import hashlib
 import hmac
-import inspect
 import json
-import random
-import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
-
-import httpx
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from reconciler import __version__ as VERSION
-from reconciler.actions import bounded
-from reconciler.events import EXCERPT_CHARS, Event
-from reconciler.model import Monitor
+from reconciler import errors
+from reconciler.actions.common import AddFlag, Recovery, mapping, seconds
+from reconciler.actions.options import ActionsConfig
 
+if TYPE_CHECKING:
+    from reconciler.actions.dispatch import Dispatcher
+    from reconciler.events import Event
+    from reconciler.model import Monitor
+
+TYPE = "webhook-out"
+RECOVERY = Recovery.RESEND
+TEMPLATES: tuple[str, ...] = ()
+FIELDS: tuple[str, ...] = ("url", "headers", "secretEnv", "timeout", "maxAttempts", "maxTime")
+DURATIONS: tuple[str, ...] = ("timeout", "maxTime")  # fields holding durations (seconds)
 SIGNATURE_HEADER = "X-Monitors-Signature-256"
-RETRY_STATUSES = frozenset({408, 429})
 BODY_VERSION = 1
+DEFAULT_TIMEOUT = 10.0  # seconds per attempt
+DEFAULT_MAX_ATTEMPTS = 5
+DEFAULT_MAX_TIME = 120.0  # seconds for the whole delivery, waits included
+ADD = AddFlag("--webhook-out", "URL", "POST the event JSON to URL.")
 
 
 @dataclass(frozen=True, slots=True)
-class Delivery:
-    """The outcome of one webhook-out delivery.
+class WebhookOutSpec:
+    """A normalized ``webhook-out`` action.
 
     Attributes:
-        ok: a 2xx answer was received.
-        attempts: requests made.
-        status: the last HTTP status, None when no answer came.
-        reason: why it failed (empty when ok).
+        url: the receiver (``${ENV}`` expanded at fire time).
+        secret_env: the environment variable holding the HMAC secret, or None (unsigned).
+        headers: extra request headers (values may reference ``${ENV}``).
+        timeout: seconds per attempt.
+        max_attempts: attempts at most.
+        max_time: seconds for the whole delivery, waits included.
     """
 
-    ok: bool
-    attempts: int
-    status: int | None
-    reason: str = ""
+    url: str
+    secret_env: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    timeout: float = DEFAULT_TIMEOUT
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    max_time: float = DEFAULT_MAX_TIME
+    type: str = TYPE
+
+
+def normalize(raw: Mapping[str, Any]) -> WebhookOutSpec:
+    """The spec of a schema-valid ``webhook-out`` mapping (or of its ``to_json``).
+
+    Raises:
+        ValueError: a duration does not parse.
+    """
+    return WebhookOutSpec(
+        url=raw["url"],
+        secret_env=raw.get("secretEnv"),
+        headers=mapping(raw.get("headers")),
+        timeout=seconds(raw.get("timeout"), DEFAULT_TIMEOUT),
+        max_attempts=int(raw.get("maxAttempts", DEFAULT_MAX_ATTEMPTS)),
+        max_time=seconds(raw.get("maxTime"), DEFAULT_MAX_TIME),
+    )
+
+
+def to_json(spec: WebhookOutSpec) -> dict[str, Any]:
+    """The normalized mapping the fingerprint hashes."""
+    return {
+        "type": TYPE,
+        "url": spec.url,
+        "secretEnv": spec.secret_env,
+        "headers": dict(spec.headers),
+        "timeout": spec.timeout,
+        "maxAttempts": spec.max_attempts,
+        "maxTime": spec.max_time,
+    }
+
+
+def describe(spec: WebhookOutSpec) -> str:
+    """``webhook-out https://...``."""
+    return f"{TYPE} {spec.url}"
+
+
+def preview(spec: WebhookOutSpec) -> str:
+    """What ``monitors test`` says the action would do."""
+    return f"would POST the event JSON to {spec.url}"
+
+
+def check(action: Mapping[str, Any], config: ActionsConfig | None) -> list[tuple[str, str]]:
+    """Nothing beyond the schema and the URL checks of ``config.semantic``."""
+    return []
+
+
+def from_flag(value: str, prompt: str | None) -> dict[str, Any]:
+    """The action ``monitors add --webhook-out URL`` writes.
+
+    Raises:
+        errors.UsageError: not an http:// or https:// URL.
+    """
+    if not re.match(r"^https?://", value):
+        raise errors.UsageError(
+            f"--webhook-out: expected an http:// or https:// URL, got {value!r}")
+    return {"type": TYPE, "url": value}
 
 
 def body(monitor: Monitor, event: Event) -> bytes:
     """The exact JSON bytes POSTed for ``event`` (compact, UTF-8, keys in a fixed order)."""
+    from reconciler.events import EXCERPT_CHARS
+
     doc = {"version": BODY_VERSION, **event.to_json(), "description": monitor.description}
     doc["observation"] = str(doc["observation"])[:EXCERPT_CHARS]
     return json.dumps(doc, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8")
@@ -90,107 +159,81 @@ def headers(event: Event, data: bytes, *, secret: str | None,
     return out
 
 
-def retry_after(value: str | None, *, now: float | None = None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` value (delay-seconds or HTTP-date), or None."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.UTC)
-    current = dt.datetime.now(dt.UTC).timestamp() if now is None else now
-    return max(0.0, when.timestamp() - current)
+def request(d: Dispatcher, monitor: Monitor, event: Event, spec: WebhookOutSpec, *,
+            sent: bytes | None = None) -> tuple[str, bytes, dict[str, str]]:
+    """URL, body and headers of a webhook-out; ``sent``: the bytes a first attempt
+    sent (a re-send after a crash repeats them, so its signature is the same).
 
-
-def _retryable(status: int) -> bool:
-    return status >= 500 or status in RETRY_STATUSES
-
-
-async def post(
-    client: httpx.AsyncClient,
-    url: str,
-    data: bytes,
-    request_headers: Mapping[str, str],
-    *,
-    timeout: float,
-    max_attempts: int,
-    max_time: float,
-    backoff_base: float = 1.0,
-    backoff_cap: float = 60.0,
-    on_attempt: Callable[[int], Any] | None = None,
-    done_before: int = 0,
-) -> Delivery:
-    """POST ``data`` to ``url`` with the retry policy of the module docstring.
-
-    Args:
-        timeout: seconds per attempt (cut to what is left of ``max_time``).
-        max_attempts: attempts at most (>= 1).
-        max_time: seconds for the whole delivery, waits included.
-        backoff_base: the first wait in seconds; wait n is ``base * 2**(n-1)``
-            times a jitter factor in [0.5, 1), capped at ``backoff_cap``.
-        on_attempt: called with the attempt number before each request (counted
-            from ``done_before``); an awaitable result is awaited before the request,
-            so a record of the attempt can be made durable first.
-        done_before: attempts already made for this event before a crash (a re-send
-            after recovery): ``X-Monitors-Attempt`` and ``Delivery.attempts`` go on
-            from there; ``max_attempts`` and ``max_time`` are this delivery's budget.
-
-    Never raises for network or HTTP failures; they are the returned ``Delivery``.
+    Raises:
+        errors.ActionError: a ``${ENV}`` in the URL or a header is not set.
     """
-    deadline = time.monotonic() + max_time
-    status: int | None = None
-    reason = ""
-    attempt = done_before
-    last = done_before + max_attempts
-    while attempt < last:
-        attempt += 1
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return Delivery(False, attempt - 1, status,
-                            f"{reason}; gave up: maxTime {max_time:g}s spent")
-        if on_attempt is not None:
-            pending = on_attempt(attempt)
-            if inspect.isawaitable(pending):
-                await pending
-        wait_hint: float | None = None
-        try:
-            resp = await bounded.request(  # body capped, whole attempt bounded
-                client, "POST", url, deadline=min(timeout, left),
-                content=data,
-                headers={**request_headers, "X-Monitors-Attempt": str(attempt)},
-                timeout=httpx.Timeout(min(timeout, left)),
-            )
-        except httpx.TimeoutException:
-            status, reason = None, f"attempt {attempt}: timed out"
-        except httpx.TransportError as e:
-            status, reason = None, f"attempt {attempt}: {type(e).__name__}: {e}"
-        else:
-            status = resp.status_code
-            if 200 <= status < 300:
-                return Delivery(True, attempt, status)
-            reason = f"attempt {attempt}: HTTP {status}"
-            if not _retryable(status):
-                return Delivery(False, attempt, status, f"{reason} (not retried)")
-            wait_hint = retry_after(resp.headers.get("Retry-After"))
-        if attempt >= last:
-            break
-        nth = attempt - done_before  # waits start small again in a re-send
-        delay = min(backoff_cap, backoff_base * 2 ** (nth - 1)) * (0.5 + random.random() / 2)
-        if wait_hint is not None:
-            delay = max(delay, wait_hint)
-        left = deadline - time.monotonic()
-        if delay >= left:
-            if wait_hint is not None and wait_hint >= delay:
-                why = f"Retry-After {wait_hint:g}s"
-            else:
-                why = f"next wait {delay:.2f}s"
-            return Delivery(False, attempt, status,
-                            f"{reason}; gave up: {why} exceeds what is left of maxTime "
-                            f"{max_time:g}s")
-        await asyncio.sleep(delay)
-    return Delivery(False, attempt, status, f"{reason}; gave up after {attempt} attempt(s)")
+    import logging
+
+    from reconciler.actions import options
+
+    url = options.expand(spec.url, environ=d.environ, redactor=d.redactor)
+    extra = {k: options.expand(v, environ=d.environ, redactor=d.redactor)
+             for k, v in spec.headers.items()}
+    secret = d.environ.get(spec.secret_env) if spec.secret_env else None
+    if secret:
+        d.redactor.add(secret)
+    elif spec.secret_env:
+        logging.getLogger("monitors.actions").warning(
+            "%s: secretEnv %s is not set: webhook-out sent unsigned", monitor.name,
+            spec.secret_env)
+    data = sent if sent is not None else body(monitor, event)
+    return url, data, headers(event, data, secret=secret, extra=extra)
+
+
+async def fire(d: Dispatcher, monitor: Monitor, event: Event, spec: WebhookOutSpec, *,
+               recovered: bool) -> None:
+    """POST the event, detached. A re-send after a crash (``recovered``) repeats the
+    body first sent and goes on counting attempts from the record.
+
+    Raises:
+        errors.MonitorsError: a ``${ENV}`` reference is not set.
+    """
+    from reconciler.actions import retry, webhook_send
+    from reconciler.actions.records import FireStatus, now_iso
+
+    record = await d.read_fire(monitor.name, event.id, why="re-sent body rebuilt from "
+                               "the event") if recovered else {}
+    sent = record.get("body")
+    url, data, request_headers = request(
+        d, monitor, event, spec, sent=sent.encode("utf-8") if isinstance(sent, str) else None)
+    extra: dict[str, Any] = {"recovered": True} if recovered else {}
+
+    async def deliver() -> None:
+        # the body as sent (the record's JSON would not keep its key order), so a
+        # re-send after a crash repeats the very bytes and signature of this one
+        await d.update(monitor.name, event.id, status=str(FireStatus.DISPATCHED),
+                       action=TYPE, dispatchedAt=now_iso(),
+                       signed=SIGNATURE_HEADER in request_headers,
+                       body=data.decode("utf-8"), **extra)
+        # A re-send after a crash goes on counting: the record holds the attempts
+        # started before (each is recorded before its request is made).
+        before = _attempts(await d.read_fire(monitor.name, event.id,
+                                             why="re-send counts attempts from 0")
+                           if recovered else {})
+
+        async def started(attempt: int) -> None:
+            await d.update(monitor.name, event.id, attempts=attempt)
+
+        delivery = await webhook_send.post(
+            d.http_client(), url, data, request_headers, timeout=spec.timeout,
+            policy=retry.Policy(max_attempts=spec.max_attempts, max_time=spec.max_time,
+                                base=d.backoff_base, cap=d.backoff_cap),
+            on_attempt=started, done_before=before,
+        )
+        await d.finish(monitor, event,
+                       FireStatus.SUCCEEDED if delivery.ok else FireStatus.FAILED,
+                       attempts=delivery.attempts, httpStatus=delivery.status,
+                       reason=delivery.reason)
+
+    d.spawn(d.delivery(TYPE, monitor, event, deliver()), f"webhook-out:{monitor.name}:{event.id}")
+
+
+def _attempts(record: Mapping[str, Any]) -> int:
+    """``attempts`` of a fire record (0 when missing or not a positive integer)."""
+    value = record.get("attempts")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

@@ -21,12 +21,26 @@ import click
 
 from reconciler import errors
 from reconciler import fleet as fleet_mod
+from reconciler.actions import registry as actions_registry
 from reconciler.cli.overlay_cmds import load, run_apply, settings_of, shown
 from reconciler.cli.params import INTEGER
 from reconciler.config import authoring, normalize, writer
 from reconciler.planning import placement
 from reconciler.settings import Settings
 from reconciler.sources import registry as source_types
+
+
+def _action_words(*, optional: bool) -> list[tuple[str, str]]:
+    """``(param, flag)`` of the action flags (``actions.registry``) that take a value
+    (``optional=False``; ``--prompt`` after the first that takes a prompt) or that may
+    go without one (``optional=True``, e.g. ``--notify``)."""
+    flags = [kind.ADD for kind in actions_registry.TYPES.values()]
+    words = [(flag.param, flag.flag) for flag in flags if flag.optional_value == optional]
+    if not optional:
+        first = next(i for i, (param, _) in enumerate(words)
+                     if any(f.param == param and f.takes_prompt for f in flags))
+        words.insert(first + 1, ("prompt", "--prompt"))
+    return words
 
 
 def _command_words(params: dict[str, Any]) -> list[str]:
@@ -38,8 +52,7 @@ def _command_words(params: dict[str, Any]) -> list[str]:
         if not flag.multiple and value is not None and value != ():
             words += [flag.flag, *value] if flag.nargs > 1 else [flag.flag, str(value)]
     for key, name in (("interval", "--interval"), ("match", "--match"),
-                      ("dedupe_key", "--dedupe-key"), ("run", "--run"), ("prompt", "--prompt"),
-                      ("routine", "--routine"), ("webhook_out", "--webhook-out"),
+                      ("dedupe_key", "--dedupe-key"), *_action_words(optional=False),
                       ("device", "--device"), ("devices", "--devices"),
                       ("rate_limit", "--rate-limit"), ("description", "--description")):
         if params.get(key) is not None:
@@ -50,8 +63,9 @@ def _command_words(params: dict[str, Any]) -> list[str]:
                 words += [flag.flag, item]
     for item in params.get("labels") or ():
         words += ["--label", item]
-    if params.get("notify") is not None:
-        words += ["--notify", params["notify"]] if params["notify"] else ["--notify"]
+    for key, name in _action_words(optional=True):
+        if params.get(key) is not None:
+            words += [name, params[key]] if params[key] else [name]
     for key, name in (("on_change", "--on-change"), ("every", "--every"), ("force", "--force")):
         if params.get(key):
             words.append(name)
@@ -94,6 +108,23 @@ def _source_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
+def _action_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The action flags, one per action type (``actions.registry``: each module's
+    ``ADD``), with ``--prompt`` after the first flag that takes a prompt."""
+    flags = [kind.ADD for kind in actions_registry.TYPES.values()]
+    first = next(i for i, flag in enumerate(flags) if flag.takes_prompt)
+    with_prompt = " or ".join(flag.flag for flag in flags if flag.takes_prompt)
+    options = [click.option(flag.flag, is_flag=False, flag_value="", default=None,
+                            metavar=flag.metavar, help=flag.help) if flag.optional_value
+               else click.option(flag.flag, metavar=flag.metavar, help=flag.help)
+               for flag in flags]
+    options.insert(first + 1, click.option("--prompt", metavar="TEXT",
+                                           help=f"The prompt for {with_prompt}."))
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
 @click.command("add")
 @click.argument("name")
 @_source_options
@@ -103,12 +134,7 @@ def _source_options(f: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--match", metavar="RE", help="Fire when the observation matches RE.")
 @click.option("--every", is_flag=True, help="Fire on every observation (pair with a rate limit).")
 @click.option("--dedupe-key", metavar="RE", help="The first match of RE is the event signature.")
-@click.option("--run", metavar="AGENT", help="Run AGENT with --prompt (the event is {event}).")
-@click.option("--prompt", metavar="TEXT", help="The prompt for --run or --routine.")
-@click.option("--routine", metavar="NAME", help="Fire a routine from monitors.toml.")
-@click.option("--notify", is_flag=False, flag_value="", default=None, metavar="[CHANNEL]",
-              help="Notify the owner (CHANNEL, or the default channels).")
-@click.option("--webhook-out", metavar="URL", help="POST the event JSON to URL.")
+@_action_options
 @click.option("--device", metavar="D", help="The owner: only device D runs it.")
 @click.option("--devices", metavar="A,B", help="An allowlist: each listed device runs it.")
 @click.option("--rate-limit", metavar="MAX/PER", help="Auto-pause past MAX fires per PER (5/1m).")
@@ -129,13 +155,13 @@ def command(ctx: click.Context, /, **params: Any) -> int:
                  for kind, flag in source_types.add_flags()
                  if (v := params[flag.dest]) is not None and v != ()},
         on_change=params["on_change"], match=params["match"],
-        every=params["every"], dedupe_key=params["dedupe_key"], run=params["run"],
-        prompt=params["prompt"], routine=params["routine"], notify=params["notify"],
-        webhook_out=params["webhook_out"], device=params["device"],
+        every=params["every"], dedupe_key=params["dedupe_key"],
+        prompt=params["prompt"], device=params["device"],
         devices=authoring.split_devices(params["devices"]) if params["devices"] else (),
         rate_limit=params["rate_limit"], interval=params["interval"],
         description=params["description"], labels=tuple(params["labels"]),
         force=params["force"],
+        **{kind.ADD.param: params[kind.ADD.param] for kind in actions_registry.TYPES.values()},
     )
     doc = authoring.build_doc(req)
     monitor = normalize.monitor(doc, name=req.name)

@@ -70,27 +70,19 @@ def shorten(text: str) -> tuple[str, bool]:
 
 def action_preview(monitor: Monitor, event: Any) -> dict[str, Any]:
     """What the action would do with ``event`` (templates rendered, nothing run)."""
-    from reconciler.actions import templating
+    from reconciler.actions import registry, templating
 
     action = monitor.action
-    kind = str(action["type"])
-    out: dict[str, Any] = {"type": kind}
-    template = {"run": "prompt", "routine": "prompt", "notify": "message"}.get(kind)
-    if template and action.get(template) is not None:
-        try:
-            out[template] = templating.render(str(action[template]),
-                                              templating.context(monitor, event))
-        except errors.ActionError as e:
-            out["error"] = str(e)
-    if kind == "run":
-        who = action.get("agent") or " ".join(action.get("command") or [])
-        out["text"] = f"would run {who} with the prompt below"
-    elif kind == "routine":
-        out["text"] = f"would fire routine {action.get('routine')}"
-    elif kind == "notify":
-        out["text"] = f"would notify {action.get('channel') or 'the default channels'}"
-    else:
-        out["text"] = f"would POST the event JSON to {action.get('url')}"
+    kind = registry.kind(action)
+    out: dict[str, Any] = {"type": kind.TYPE}
+    for template in kind.TEMPLATES:
+        if action.get(template) is not None:
+            try:
+                out[template] = templating.render(str(action[template]),
+                                                  templating.context(monitor, event))
+            except errors.ActionError as e:
+                out["error"] = str(e)
+    out["text"] = kind.preview(kind.normalize(action))
     return out
 
 

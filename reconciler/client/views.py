@@ -37,13 +37,11 @@ def describe_condition(condition: Condition) -> str:
 
 
 def describe_action(action: Any) -> str:
-    """``notify log``, ``run claude``, ``routine deploy``, ``webhook-out https://...``."""
-    kind = str(action.get("type"))
-    detail = {"notify": action.get("channel") or "default channels",
-              "run": action.get("agent") or " ".join(action.get("command") or []),
-              "routine": action.get("routine"),
-              "webhook-out": action.get("url")}.get(kind, "")
-    return f"{kind} {detail}".strip()
+    """``notify log``, ``run claude``, ``routine deploy``, ``webhook-out https://...``
+    (the type module's ``describe``, through ``actions.registry``)."""
+    from reconciler.actions import registry as actions_registry
+
+    return actions_registry.describe(action)
 
 
 def _row(name: MonitorName, monitor: Monitor, *, status: str, owner: str, placement: str,

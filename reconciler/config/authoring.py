@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from reconciler import durations, errors
 from reconciler import settings as settings_mod
+from reconciler.actions import registry as actions_registry
 from reconciler.config import normalize, schemas, writer
 from reconciler.model import Monitor, MonitorName, Pause, Scope
 from reconciler.settings import Settings
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 DEVICE_RE = re.compile(settings_mod.DEVICE_PATTERN)
 SUFFIXES = (".yml", ".yaml")
-ACTION_FLAGS = ("--run", "--routine", "--notify", "--webhook-out")
+ACTION_FLAGS = tuple(kind.ADD.flag for kind in actions_registry.TYPES.values())
 
 
 @dataclass(frozen=True)
@@ -216,28 +217,18 @@ def build_action(req: AddRequest) -> dict[str, Any]:
         errors.UsageError: no action, more than one, ``--run`` without ``--prompt``,
             ``--prompt`` with an action that takes none.
     """
-    given = [flag for flag, value in zip(ACTION_FLAGS, (
-        req.run, req.routine, req.notify, req.webhook_out), strict=True) if value is not None]
+    values = {kind: getattr(req, kind.ADD.param) for kind in actions_registry.TYPES.values()}
+    given = [kind for kind, value in values.items() if value is not None]
     if len(given) != 1:
-        which = "none" if not given else ", ".join(given)
+        which = "none" if not given else ", ".join(kind.ADD.flag for kind in given)
         raise errors.UsageError(f"add: give exactly one action ({', '.join(ACTION_FLAGS)}); "
                                 f"got {which}")
-    if req.prompt is not None and req.run is None and req.routine is None:
-        raise errors.UsageError("--prompt goes with --run or --routine")
-    if req.run is not None:
-        if not req.run:
-            raise errors.UsageError("--run: name an agent (configured in monitors.toml [agents])")
-        if req.prompt is None:
-            raise errors.UsageError("--run needs --prompt TEXT (the event is {event})")
-        return {"type": "run", "agent": req.run, "prompt": req.prompt}
-    if req.routine is not None:
-        return {"type": "routine", "routine": req.routine, "prompt": req.prompt}
-    if req.notify is not None:
-        return {"type": "notify", "channel": req.notify or None}
-    url = req.webhook_out or ""
-    if not re.match(r"^https?://", url):
-        raise errors.UsageError(f"--webhook-out: expected an http:// or https:// URL, got {url!r}")
-    return {"type": "webhook-out", "url": url}
+    [kind] = given
+    if req.prompt is not None and not kind.ADD.takes_prompt:
+        with_prompt = " or ".join(k.ADD.flag for k in actions_registry.TYPES.values()
+                                  if k.ADD.takes_prompt)
+        raise errors.UsageError(f"--prompt goes with {with_prompt}")
+    return kind.from_flag(values[kind], req.prompt)
 
 
 def build_doc(req: AddRequest) -> dict[str, Any]:

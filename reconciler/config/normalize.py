@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler import durations
+from reconciler.actions import registry as actions_registry
 from reconciler.conditions import spec as condition_spec
 from reconciler.conditions.spec import Condition
 from reconciler.config import fingerprint
@@ -26,12 +27,6 @@ from reconciler.model import (
     Scope,
 )
 from reconciler.sources import registry as source_types
-
-DEFAULT_RUN_TIMEOUT = 1800.0
-DEFAULT_WEBHOOK_TIMEOUT = 10.0
-DEFAULT_WEBHOOK_ATTEMPTS = 5
-DEFAULT_WEBHOOK_MAX_TIME = 120.0
-DEFAULT_NOTIFY_MESSAGE = "{{ monitor.name }}: {{ event }}"
 
 
 def _dur(value: Any, default: float) -> float:
@@ -68,42 +63,13 @@ def condition(raw: Mapping[str, Any] | None, *, source_type: str) -> Condition:
 
 
 def action(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """Return the normalized action spec for a schema-valid ``action`` mapping.
+    """Return the normalized action spec for a schema-valid ``action`` mapping
+    (its type module's ``to_json(normalize(raw))``, through ``actions.registry``).
 
     Raises:
         ValueError: a duration does not parse.
     """
-    kind = raw["type"]
-    if kind == "run":
-        return {
-            "type": kind,
-            "agent": raw.get("agent"),
-            "command": list(raw["command"]) if raw.get("command") else None,
-            "prompt": raw["prompt"],
-            "cwd": raw.get("cwd"),  # None: the agent's, else the repository root
-            "env": _map(raw.get("env")),
-            "timeout": _dur(raw.get("timeout"), DEFAULT_RUN_TIMEOUT),
-            "overlap": raw.get("overlap", "skip"),
-        }
-    if kind == "routine":
-        return {"type": kind, "routine": raw["routine"], "prompt": raw.get("prompt", "{{ event }}")}
-    if kind == "notify":
-        return {
-            "type": kind,
-            "channel": raw.get("channel"),
-            "message": raw.get("message", DEFAULT_NOTIFY_MESSAGE),
-        }
-    if kind == "webhook-out":
-        return {
-            "type": kind,
-            "url": raw["url"],
-            "secretEnv": raw.get("secretEnv"),
-            "headers": _map(raw.get("headers")),
-            "timeout": _dur(raw.get("timeout"), DEFAULT_WEBHOOK_TIMEOUT),
-            "maxAttempts": int(raw.get("maxAttempts", DEFAULT_WEBHOOK_ATTEMPTS)),
-            "maxTime": _dur(raw.get("maxTime"), DEFAULT_WEBHOOK_MAX_TIME),
-        }
-    raise ValueError(f"unknown action type {kind!r}")
+    return actions_registry.normalize(raw)
 
 
 def monitor(

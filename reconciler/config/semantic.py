@@ -20,6 +20,7 @@ import re
 from typing import Any
 
 from reconciler import durations, templates
+from reconciler.actions import registry as actions_registry
 from reconciler.conditions import registry as condition_registry
 from reconciler.config import problems as P
 from reconciler.config.problems import Problem
@@ -34,10 +35,10 @@ NAME = re.compile(r"[a-z][a-z0-9-]{0,62}")
 # Duration fields per mapping; intervals are range-checked (500ms..7d).
 _DURATIONS = {
     "source": ("interval", "timeout", "backoff"),
-    "action": ("timeout", "maxTime"),
+    "action": actions_registry.DURATION_FIELDS,
     "rateLimit": ("per",),
 }
-_TEMPLATES = ("prompt", "message")
+_TEMPLATES = actions_registry.TEMPLATE_FIELDS
 # Templates that need no Jinja2 parser: plain text, {{ dotted.name }}, and flat
 # {% if dotted.name %}...{% else %}...{% endif %} blocks (no nesting, no filters, no
 # whitespace control). Anything else, and any name outside the event context, goes

@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 
 from reconciler import durations
+from reconciler.actions import registry as actions_registry
 from reconciler.config import problems as P
 from reconciler.config import schemas
 from reconciler.config.problems import Problem
@@ -99,7 +100,7 @@ _CORE_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in (
 
 # Display order of a discriminator's values where DESIGN.md has one (the schema's
 # enum order is kept for anything not listed).
-_ORDER = (*source_types.TYPES, "run", "routine", "notify", "webhook-out")
+_ORDER = (*source_types.TYPES, *actions_registry.TYPES)
 
 
 def _ordered(options: Iterable[str]) -> list[str]:

@@ -35,6 +35,7 @@ from typing import Any, Final
 import yaml
 
 from reconciler import atomic, errors
+from reconciler.actions import registry as actions_registry
 from reconciler.conditions import spec as condition_spec
 from reconciler.config import yamlload
 from reconciler.model import Pause
@@ -59,10 +60,7 @@ TOP_ORDER = (
     "labels", "device", "devices", "sharedInput", "rateLimit", "allowDuplicate",
 )
 CONDITION_ORDER = condition_spec.KEYS
-ACTION_ORDER = (
-    "type", "agent", "routine", "channel", "url", "command", "prompt", "message", "cwd", "env",
-    "headers", "secretEnv", "timeout", "overlap", "maxAttempts", "maxTime",
-)
+ACTION_ORDER = actions_registry.KEY_ORDER
 OVERLAY_ORDER = ("apiVersion", "monitor", "pause", "pin")
 PAUSE_ORDER = ("reason", "until", "author", "created")
 PIN_ORDER = ("device", "devices")

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from reconciler.actions import webhook_out
+from reconciler.actions import retry, webhook_send
 from reconciler.state.store import Store
 from tests.actions.conftest import (
     Receiver,
@@ -144,22 +144,16 @@ def test_header_secrets_are_redacted_from_records(store: Store) -> None:
     assert record(store, mon, ev)["status"] == "failed"
 
 
-def test_retry_after_parsing() -> None:
-    assert webhook_out.retry_after("7") == 7.0
-    assert webhook_out.retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412480.0 - 10) == 10.0
-    assert webhook_out.retry_after("soon") is None and webhook_out.retry_after(None) is None
-
-
 def test_an_endless_answer_ends_the_delivery_failed_in_bounded_time_and_memory() -> None:
     # The endpoint answers 200 and streams a body that never ends: each attempt ends at
     # its timeout (body included), maxTime ends the delivery, and at most a small cap of
     # the body is held (before: the whole body was read, 5.8 GB in 24 s, never ending).
-    async def go() -> tuple[webhook_out.Delivery, float]:
+    async def go() -> tuple[webhook_send.Delivery, float]:
         async with httpx.AsyncClient() as client:
             started = time.monotonic()
-            delivery = await webhook_out.post(
-                client, url + "/hook", b"{}", {}, timeout=1.0, max_attempts=5, max_time=4.0,
-                backoff_base=0.1)
+            delivery = await webhook_send.post(
+                client, url + "/hook", b"{}", {}, timeout=1.0,
+                policy=retry.Policy(max_attempts=5, max_time=4.0, base=0.1, cap=60.0))
             return delivery, time.monotonic() - started
 
     before = rss_bytes()

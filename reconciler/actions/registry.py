@@ -1,0 +1,135 @@
+"""The action types, keyed by the YAML ``action.type``: the one table every caller reads.
+
+Each entry is a type module (``run``, ``routine``, ``notify``, ``webhook_out``)
+satisfying ``ActionKind``. Normalization (``config.normalize``), lint's reference
+checks (``checks.references``) and template fields, descriptions (views,
+``monitors test``), the writer's key order, crash recovery and dispatch all go
+through ``TYPES``, so adding an action type is its module, one line here, its
+schema branch, its tests and its README row.
+
+Imports only the type modules' declarative halves (leaves, no asyncio, httpx or
+Jinja2): ``monitors lint`` imports this.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from reconciler.actions import notify, routine, run, webhook_out
+from reconciler.actions.common import AddFlag, Recovery
+from reconciler.actions.options import ActionsConfig
+
+if TYPE_CHECKING:
+    from reconciler.actions.dispatch import Dispatcher
+    from reconciler.events import Event
+    from reconciler.model import Monitor
+
+
+class ActionKind(Protocol):
+    """What a type module provides (module attributes and functions).
+
+    ``spec`` below is the module's own frozen spec dataclass (``RunSpec``, ...).
+    """
+
+    TYPE: str
+    RECOVERY: Recovery
+    TEMPLATES: tuple[str, ...]
+    FIELDS: tuple[str, ...]
+    DURATIONS: tuple[str, ...]
+    ADD: AddFlag
+
+    def normalize(self, raw: Mapping[str, Any], /) -> Any:
+        """The frozen spec of a schema-valid mapping (or of its ``to_json``)."""
+        ...
+
+    def to_json(self, spec: Any, /) -> dict[str, Any]:
+        """The normalized mapping the fingerprint hashes."""
+        ...
+
+    def describe(self, spec: Any, /) -> str:
+        """The one-line description list, view and plan show."""
+        ...
+
+    def preview(self, spec: Any, /) -> str:
+        """What ``monitors test`` says the action would do."""
+        ...
+
+    def check(self, action: Mapping[str, Any], config: ActionsConfig | None, /,
+              ) -> list[tuple[str, str]]:
+        """Lint's reference checks: ``(dotted field, message)`` pairs."""
+        ...
+
+    def from_flag(self, value: str, prompt: str | None, /) -> dict[str, Any]:
+        """The action ``monitors add`` writes for ``ADD.flag`` (raises ``UsageError``)."""
+        ...
+
+    async def fire(self, d: Dispatcher, monitor: Monitor, event: Event, spec: Any, *,
+                   recovered: bool) -> None:
+        """Carry the action out (detached where slow); raise ``MonitorsError`` to fail it."""
+        ...
+
+
+TYPES: dict[str, ActionKind] = {
+    run.TYPE: run,
+    routine.TYPE: routine,
+    notify.TYPE: notify,
+    webhook_out.TYPE: webhook_out,
+}
+"""YAML ``action.type`` -> its module, in the documentation's order."""
+
+KEY_ORDER: tuple[str, ...] = (
+    "type", "agent", "routine", "channel", "url", "command", "prompt", "message", "cwd", "env",
+    "headers", "secretEnv", "timeout", "overlap", "maxAttempts", "maxTime",
+)
+"""The order the writer gives an action's keys (each type's ``FIELDS`` in this order)."""
+
+
+TEMPLATE_FIELDS: tuple[str, ...] = tuple(dict.fromkeys(
+    f for k in TYPES.values() for f in k.TEMPLATES))
+"""Every action field that holds a Jinja2 template (lint checks them)."""
+
+
+DURATION_FIELDS: tuple[str, ...] = tuple(
+    k for k in KEY_ORDER if any(k in t.DURATIONS for t in TYPES.values()))
+"""Every action field that holds a duration (lint parses them; seconds once normalized)."""
+
+
+def kind(action: Mapping[str, Any]) -> ActionKind:
+    """The type module of an ``action`` mapping (raw or normalized).
+
+    Raises:
+        KeyError: an unknown ``type`` (the schema lets none through).
+    """
+    return TYPES[str(action.get("type"))]
+
+
+def normalize(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The normalized mapping of a schema-valid ``action`` (what the fingerprint hashes).
+
+    Raises:
+        ValueError: an unknown type, or a duration does not parse.
+    """
+    found = TYPES.get(str(raw["type"]))
+    if found is None:
+        raise ValueError(f"unknown action type {raw['type']!r}")
+    return found.to_json(found.normalize(raw))
+
+
+def spec(action: Mapping[str, Any]) -> Any:
+    """The frozen spec of a normalized ``action`` mapping (``Monitor.action``)."""
+    return kind(action).normalize(action)
+
+
+def describe(action: Mapping[str, Any]) -> str:
+    """``notify log``, ``run claude``, ``routine deploy``, ``webhook-out https://...``;
+    just the type for one not in ``TYPES``."""
+    found = TYPES.get(str(action.get("type")))
+    return found.describe(found.normalize(action)) if found else str(action.get("type"))
+
+
+def recovery(action_type: str) -> Recovery:
+    """What crash recovery does with an unfinished fire of ``action_type`` (an unknown
+    type is interrupted: never re-sent)."""
+    found = TYPES.get(action_type)
+    return found.RECOVERY if found else Recovery.INTERRUPT
