@@ -85,12 +85,13 @@ def system_modified(settings: Settings) -> list[Problem]:
     """Errors (rule ``system-modified``) for local changes to the pulled ``system/`` layer.
 
     Nothing to compare before the first pull (no ``system/.upstream.json``): then the
-    git-backed pull module is not even imported, which keeps ``lint`` fast."""
+    record module (and the writer it imports) is not even imported, which keeps ``lint``
+    fast."""
     if not (settings.system_dir / ".upstream.json").is_file():
         return []
-    from reconciler.config import gitrepo
+    from reconciler.config import systemrecord
 
-    found: list[Problem] = gitrepo.modification_problems(settings)
+    found: list[Problem] = systemrecord.modification_problems(settings)
     return found
 
 
