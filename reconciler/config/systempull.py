@@ -18,7 +18,8 @@ repository, never a merge:
   differs from the upstream's and names them (``--force`` overrides).
 * ``status`` compares the record with the upstream's current tip.
 
-Must not: click or print: results are returned as dataclasses.
+Must not: call GitPython itself (``gitrepo`` does), use click or print: results are
+returned as dataclasses.
 """
 
 from __future__ import annotations
