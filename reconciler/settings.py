@@ -118,7 +118,7 @@ def read_toml(path: Path) -> dict[str, Any]:
 
 MAX_DEPTH = 64
 """Most tables and arrays nested inside one another in ``monitors.toml`` (as
-``yamlload.MAX_DEPTH`` for YAML): deeper input would hit tomllib's recursion (about 500
+``yamlbuild.MAX_DEPTH`` for YAML): deeper input would hit tomllib's recursion (about 500
 levels) or the schema validator's limit (about 250) and end in a traceback."""
 
 

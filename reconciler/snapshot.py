@@ -183,7 +183,7 @@ def _git_signals(gitdir: Path) -> tuple[Any, ...]:
 
 
 ActionCheck = Callable[[Mapping[str, Any]], list[tuple[str, str]]]
-"""``config.loader.ActionCheck``: ``(dotted field, message)`` pairs for one action mapping."""
+"""``config.monitorfile.ActionCheck``: ``(dotted field, message)`` pairs for one action mapping."""
 
 
 def action_check(cfg: settings.Settings

@@ -44,13 +44,13 @@ def shown(settings: Settings, path: Path | None) -> str:
     """``path`` relative to the repository root when below it."""
     if path is None:
         return "-"
-    from reconciler.config import loader
+    from reconciler.config import files
 
     try:  # the parent only: the file itself may be a symlink loop (resolve() raises)
         resolved = Path(path).parent.resolve() / Path(path).name
-        return loader.printable_name(str(resolved.relative_to(settings.root)))
+        return files.printable_name(str(resolved.relative_to(settings.root)))
     except ValueError:
-        return loader.printable_name(str(path))
+        return files.printable_name(str(path))
 
 
 def run_apply(ctx: click.Context, *, wait: float = APPLY_WAIT) -> int:

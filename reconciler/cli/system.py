@@ -1,4 +1,4 @@
-"""``monitors system pull | status``: the pull-only system layer (``config.gitrepo``).
+"""``monitors system pull | status``: the pull-only system layer (``config.systempull``).
 
 ``pull`` is the only command that writes into ``system/``: it mirrors the
 upstream folder at a commit (a force-pushed upstream is followed) and refuses
@@ -15,7 +15,7 @@ import click
 
 from reconciler import errors
 from reconciler.cli.overlay_cmds import settings_of, shown
-from reconciler.config import authoring, gitrepo
+from reconciler.config import authoring, gitrepo, systempull
 from reconciler.settings import Settings
 
 
@@ -64,7 +64,7 @@ def pull(ctx: click.Context, url: str | None, ref: str | None, force: bool,
          as_json: bool) -> int:
     """Make system/ a mirror of the upstream's monitors at REF and record the commit."""
     settings = settings_of(ctx)
-    result = gitrepo.pull(settings, url=url, ref=ref, force=force)
+    result = systempull.pull(settings, url=url, ref=ref, force=force)
     held = [rel for rel in result.changed if "/" not in rel
             and _paused(settings, rel.rsplit(".", 1)[0])]
     if as_json:
@@ -104,7 +104,7 @@ def pull(ctx: click.Context, url: str | None, ref: str | None, force: bool,
 def status(ctx: click.Context, no_fetch: bool, as_json: bool) -> int:
     """Show the upstream, the pulled commit, behind/ahead and local modifications."""
     settings = settings_of(ctx)
-    st = gitrepo.status(settings, fetch_upstream=not no_fetch)
+    st = systempull.status(settings, fetch_upstream=not no_fetch)
     mods = [shown(settings, p) for p in st.modifications]
     if as_json:
         body: dict[str, Any] = {

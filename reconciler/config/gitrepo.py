@@ -1,117 +1,38 @@
-"""Git, through GitPython: the pull-only system layer, the pause author, ``--commit``.
+"""Git, through GitPython: the upstream cache, the configuration repository's ``HEAD``,
+the pause author and ``--commit``.
 
-The system layer (DESIGN.md §2) is a *mirror* of a folder of an upstream git
-repository, never a merge:
-
-* ``pull`` fetches the upstream (``[system] url``, ``ref``, ``path`` of
-  ``monitors.toml``, default folder ``monitors/``) into a bare cache at
+* ``fetch`` fetches the upstream (``systemrecord.Upstream``) into a bare cache at
   ``<state>/system-upstream.git`` with forced refspecs (``+refs/heads/*``,
   ``+refs/tags/*``, pruned), so a force-pushed or rewritten upstream is simply
-  followed. It then makes ``system/`` hold exactly the files of that folder at
-  that commit (writing only files whose bytes differ, deleting the rest) and
-  records what it wrote in ``system/.upstream.json``.
-* The record (``RECORD_FILE``, JSON, ``version: 1``) holds the upstream URL, ref,
-  folder, commit, the folder's git tree id, a sha256 ``digest`` over the file
-  list, and a sha256 per file. It lives inside ``system/`` on purpose: it travels
-  with the layer it describes (commit it with the layer) and it is the one file
-  there that is not a monitor; the loader skips dot-files and non-YAML files.
-* ``system_modifications`` compares ``system/`` with the record: a changed,
-  added or deleted file is a local modification (lint reports them as errors;
-  ``pull`` refuses them unless forced). Without a record (never pulled) lint
-  reports nothing, since nothing records what the files should be.
-* The first pull (no record yet): when the configuration repository is a git
-  checkout, a file of ``system/`` counts as a local modification only if it is
-  untracked or differs from its version in ``HEAD`` (``baseline``): a clone that
-  ships built-ins committed without a record pulls cleanly, and git still has
-  every file it replaces. Outside a git checkout nothing tells a shipped file
-  from a local edit, so ``pull`` refuses to replace or delete any file that
-  differs from the upstream's and names them (``--force`` overrides).
+  followed; ``resolve`` finds the commit a ref names there and ``tree_files`` the
+  files of the upstream folder at that commit.
+* ``baseline`` compares ``system/`` with the configuration repository's ``HEAD`` (used
+  before the first pull, when no record says what the files should be).
+* ``author`` and ``commit`` serve the overlay commands (``pause --commit``).
 
-No click and no printing: results are returned as dataclasses.
+Every git failure is one ``GitError`` line (git's own ``fatal:`` line). Must not:
+change ``system/`` or its record (``systempull``); no click, no printing.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
 import os
-import shutil
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reconciler import atomic, errors, timestamps
-from reconciler.config import writer
+from reconciler import atomic, errors
+from reconciler.config import systemrecord
+from reconciler.config.systemrecord import Upstream
 from reconciler.settings import Settings
 
-RECORD_FILE = ".upstream.json"
-RECORD_VERSION = 1
 CACHE_DIR = "system-upstream.git"
-DEFAULT_PATH = "monitors/"
 HEAD_REF = "refs/upstream/HEAD"
 
 
 class GitError(errors.MonitorsError):
     """A git operation failed (unreachable upstream, unknown ref, no identity, ...)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Upstream:
-    """Where built-ins come from.
-
-    Attributes:
-        url: any URL or path git can fetch (``https://``, ``file://``, a path).
-        ref: a branch, tag or commit id; None for the upstream's default branch.
-        path: the folder inside the upstream holding the monitors (``""`` = root).
-    """
-
-    url: str
-    ref: str | None
-    path: str
-
-
-@dataclass(frozen=True, slots=True)
-class Record:
-    """What the last ``system pull`` wrote (``system/.upstream.json``).
-
-    Attributes:
-        files: path relative to ``system/`` (POSIX) -> ``sha256:<hex>`` of its bytes.
-        digest: ``sha256:<hex>`` over the sorted ``"<sha> <path>\\n"`` lines of ``files``.
-        pulled_at: aware ISO-8601 UTC time of the pull.
-    """
-
-    url: str
-    ref: str | None
-    path: str
-    commit: str
-    tree: str
-    digest: str
-    files: dict[str, str]
-    pulled_at: str
-
-
-@dataclass(frozen=True, slots=True)
-class PullResult:
-    """Outcome of ``pull``: the commit now in ``system/`` and what changed there.
-
-    ``added``/``changed``/``removed`` are paths relative to ``system/``.
-    """
-
-    upstream: Upstream
-    commit: str
-    previous: str | None
-    tree: str
-    digest: str
-    added: list[str] = field(default_factory=list)
-    changed: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-
-    @property
-    def unchanged(self) -> bool:
-        """True when ``system/`` already held exactly this content."""
-        return not (self.added or self.changed or self.removed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,31 +50,6 @@ class Baseline:
     checkout: bool
     committed: list[str]
     modified: list[str]
-
-
-@dataclass(frozen=True, slots=True)
-class Status:
-    """``system status``: the recorded pull against the upstream's current tip.
-
-    Attributes:
-        upstream: the configured (or last pulled) upstream, None when neither exists.
-        record: the last pull, None when ``system/`` was never pulled.
-        tip: the upstream ref's current commit, None when not fetched or unknown.
-        behind: upstream commits not in the recorded one (None: unknown).
-        ahead: recorded commits no longer in the upstream, e.g. after a force push.
-        modifications: local modifications of ``system/`` (absolute paths).
-        fetch_error: why the upstream could not be consulted, when it could not.
-        baseline: ``system/`` against git's ``HEAD`` when never pulled (else None).
-    """
-
-    upstream: Upstream | None
-    record: Record | None
-    tip: str | None
-    behind: int | None
-    ahead: int | None
-    modifications: list[Path]
-    fetch_error: str | None = None
-    baseline: Baseline | None = None
 
 
 def _git() -> Any:
@@ -197,129 +93,7 @@ def _missing_local_path(url: str) -> str | None:
     return None if os.path.lexists(os.path.expanduser(path)) else path
 
 
-def sha256_bytes(data: bytes) -> str:
-    """``sha256:<hex>`` of ``data``."""
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
-def manifest_digest(files: dict[str, str]) -> str:
-    """The tree digest: sha256 over sorted ``"<sha> <path>\\n"`` lines."""
-    body = "".join(f"{files[p]} {p}\n" for p in sorted(files))
-    return sha256_bytes(body.encode())
-
-
-# -- upstream configuration and record ---------------------------------------------------
-
-
-def record_path(settings: Settings) -> Path:
-    """``system/.upstream.json``."""
-    return settings.system_dir / RECORD_FILE
-
-
-def read_record(settings: Settings) -> Record | None:
-    """The last pull's record, or None when there is none.
-
-    Raises:
-        errors.ConfigError: the record exists but is unreadable or malformed
-            (the message says to run ``monitors system pull --force``).
-    """
-    path = record_path(settings)
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(raw, dict) or raw.get("version") != RECORD_VERSION:
-            raise ValueError(f"unknown record version {raw.get('version')!r}")
-        return Record(
-            url=str(raw["url"]), ref=raw.get("ref"), path=str(raw.get("path", "")),
-            commit=str(raw["commit"]), tree=str(raw.get("tree", "")),
-            digest=str(raw["digest"]), files={str(k): str(v) for k, v in raw["files"].items()},
-            pulled_at=str(raw.get("pulledAt", "")),
-        )
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-        raise errors.ConfigError(
-            f"{path}: unreadable system-layer record ({e}); run `monitors system pull "
-            "--force` to restore system/ from its upstream"
-        ) from e
-
-
-def _write_record(settings: Settings, record: Record) -> None:
-    body = {
-        "version": RECORD_VERSION,
-        "comment": "written by `monitors system pull`; do not edit",
-        "url": record.url, "ref": record.ref, "path": record.path, "commit": record.commit,
-        "tree": record.tree, "digest": record.digest, "pulledAt": record.pulled_at,
-        "files": dict(sorted(record.files.items())),
-    }
-    writer.atomic_write(record_path(settings), json.dumps(body, indent=2) + "\n")
-
-
-def upstream(settings: Settings, *, url: str | None = None, ref: str | None = None) -> Upstream:
-    """The upstream to pull: ``--from``/``--ref`` over ``[system]`` of ``monitors.toml``,
-    else the last pulled upstream.
-
-    Raises:
-        errors.ConfigError: no URL anywhere (the message says where to set one).
-    """
-    section = settings.section("system")
-    record = None
-    with contextlib.suppress(errors.ConfigError):
-        record = read_record(settings)
-    chosen_url = url or section.get("url") or (record.url if record else None)
-    if not chosen_url:
-        raise errors.ConfigError(
-            "system pull: no upstream; set [system] url in monitors.toml or pass --from URL"
-        )
-    if ref is None:
-        ref = section.get("ref") or (record.ref if record and not url else None)
-    path = str(section.get("path", DEFAULT_PATH)).strip().strip("/")
-    if path == ".":
-        path = ""
-    return Upstream(url=str(chosen_url), ref=str(ref) if ref else None, path=path)
-
-
-# -- local state of system/ ---------------------------------------------------------------
-
-
-def _local_files(system_dir: Path) -> Iterator[str]:
-    if not system_dir.is_dir():
-        return
-    for dirpath, dirnames, filenames in os.walk(system_dir):
-        dirnames[:] = sorted(d for d in dirnames if d != ".git")
-        for name in sorted(filenames):
-            full = Path(dirpath) / name
-            rel = full.relative_to(system_dir).as_posix()
-            if rel == RECORD_FILE or full.is_symlink() or not full.is_file():
-                continue
-            yield rel
-
-
-def local_manifest(settings: Settings) -> dict[str, str]:
-    """Every file under ``system/`` (record excluded) -> ``sha256:<hex>``."""
-    return {rel: sha256_bytes((settings.system_dir / rel).read_bytes())
-            for rel in _local_files(settings.system_dir)}
-
-
-def _diff(expected: dict[str, str], actual: dict[str, str]) -> list[str]:
-    return sorted(
-        [p for p, h in actual.items() if expected.get(p) != h]
-        + [p for p in expected if p not in actual]
-    )
-
-
-def system_modifications(settings: Settings) -> list[Path]:
-    """Files of ``system/`` that differ from the recorded pulled tree.
-
-    A changed or added file, and a recorded file that was deleted, are each
-    one entry (absolute path, sorted). Empty when ``system/`` was never pulled.
-
-    Raises:
-        errors.ConfigError: the record is malformed.
-    """
-    record = read_record(settings)
-    if record is None:
-        return []
-    return [settings.system_dir / p for p in _diff(record.files, local_manifest(settings))]
+# -- the configuration repository before the first pull -------------------------------------
 
 
 def baseline(settings: Settings) -> Baseline:
@@ -331,7 +105,7 @@ def baseline(settings: Settings) -> Baseline:
     is not in a git work tree (or git cannot read it), ``checkout`` is False and
     every file is listed as modified. Never raises.
     """
-    local = list(_local_files(settings.system_dir))
+    local = list(systemrecord.local_files(settings.system_dir))
     git = _git()
     try:
         repo = git.Repo(settings.root, search_parent_directories=True)
@@ -359,40 +133,7 @@ def baseline(settings: Settings) -> Baseline:
         return Baseline(False, [], local)
 
 
-def modification_problems(settings: Settings, *, cwd: Path | None = None) -> list[Any]:
-    """``system_modifications`` as lint errors (rule ``system-modified``), one per file,
-    ``file:1:1: error: ...``; a malformed record is one error on the record itself.
-
-    Returns:
-        ``problems.Problem`` values (file shown relative to ``cwd`` when below it).
-    """
-    from reconciler.config import problems as P
-
-    base = (cwd or Path.cwd()).resolve()
-
-    def display(path: Path) -> str:
-        try:
-            return str(path.resolve().relative_to(base))
-        except ValueError:
-            return str(path)
-
-    try:
-        modified = system_modifications(settings)
-    except errors.ConfigError as e:
-        return [P.error(display(record_path(settings)), 1, 1, "", str(e).split(": ", 1)[-1],
-                        "system-modified")]
-    out = []
-    for path in modified:
-        what = "changed or added" if path.exists() else "deleted"
-        out.append(P.error(display(path), 1, 1, "",
-                           f"{what} in the pull-only system layer since the last `monitors "
-                           "system pull`: move the change to monitors.d/ (a user copy shadows "
-                           "a built-in) or an overlay (monitors pause/pin); `monitors system "
-                           "pull --force` restores the upstream version", "system-modified"))
-    return out
-
-
-# -- the cache and the pull ---------------------------------------------------------------
+# -- the upstream cache ----------------------------------------------------------------------
 
 
 def cache_path(settings: Settings) -> Path:
@@ -458,7 +199,13 @@ def resolve(repo: Any, up: Upstream) -> Any:
     )
 
 
-def _tree_files(commit: Any, up: Upstream) -> tuple[str, dict[str, bytes]]:
+def tree_files(commit: Any, up: Upstream) -> tuple[str, dict[str, bytes]]:
+    """The tree id of ``up.path`` at ``commit`` and its regular files (relative path ->
+    bytes; symlinks, submodules and the record left out).
+
+    Raises:
+        GitError: the upstream has no such folder, or it is not a folder.
+    """
     tree = commit.tree
     if up.path:
         try:
@@ -477,155 +224,10 @@ def _tree_files(commit: Any, up: Upstream) -> tuple[str, dict[str, bytes]]:
         if item.type != "blob" or item.mode & 0o170000 != 0o100000:
             continue
         rel = item.path[len(prefix):]
-        if rel == RECORD_FILE:
+        if rel == systemrecord.RECORD_FILE:
             continue
         files[rel] = item.data_stream.read()
     return str(tree.hexsha), files
-
-
-def _relative(settings: Settings, rels: Iterable[str]) -> str:
-    base = settings.system_dir
-    shown = []
-    for rel in rels:
-        path = base / rel
-        try:
-            shown.append(str(path.relative_to(settings.root)))
-        except ValueError:
-            shown.append(str(path))
-    return ", ".join(shown)
-
-
-def pull(
-    settings: Settings, *, url: str | None = None, ref: str | None = None, force: bool = False
-) -> PullResult:
-    """Make ``system/`` a mirror of the upstream folder at ``ref`` and record it.
-
-    Args:
-        url, ref: ``--from`` and ``--ref``; default ``[system]`` of ``monitors.toml``.
-        force: overwrite local modifications of ``system/``.
-
-    Raises:
-        errors.ConfigError: no upstream configured, or a malformed record.
-        GitError: fetch failed, unknown ref, missing folder, or ``system/`` was
-            modified locally (naming the files) and ``force`` is False.
-    """
-    up = upstream(settings, url=url, ref=ref)
-    record = None if force else read_record(settings)
-    repo = fetch(settings, up)
-    commit = resolve(repo, up)
-    tree_id, files = _tree_files(commit, up)
-    incoming = {rel: sha256_bytes(data) for rel, data in files.items()}
-    local = local_manifest(settings)
-    if not force:
-        if record is not None:
-            modified = _diff(record.files, local)
-        else:  # never pulled: only what git does not vouch for, and differs, is at risk
-            base = baseline(settings)
-            modified = [p for p in base.modified if incoming.get(p) != local.get(p)]
-            if modified and not base.checkout:
-                raise GitError(
-                    f"system/ was never pulled and {settings.root} is not a git checkout, so "
-                    f"nothing shows these files are unmodified: {_relative(settings, modified)}; "
-                    "move your own monitors to monitors.d/, or pass --force to replace "
-                    "system/ with the upstream's"
-                )
-        if modified:
-            raise GitError(
-                f"system/ was modified locally: {_relative(settings, modified)}; system/ is "
-                "pull-only: move the change to monitors.d/ (a user copy shadows a built-in) "
-                "or an overlay (monitors pause/pin), or pass --force to discard it"
-            )
-    previous_record = None
-    with contextlib.suppress(errors.ConfigError):
-        previous_record = read_record(settings)
-    added = sorted(p for p in incoming if p not in local)
-    changed = sorted(p for p in incoming if p in local and local[p] != incoming[p])
-    removed = sorted(p for p in local if p not in incoming)
-    for rel in added + changed:
-        _write_bytes(settings.system_dir / rel, files[rel])
-    for rel in removed:
-        with contextlib.suppress(FileNotFoundError):
-            (settings.system_dir / rel).unlink()
-    _prune_empty_dirs(settings.system_dir)
-    digest = manifest_digest(incoming)
-    same = previous_record is not None and (
-        previous_record.url, previous_record.ref, previous_record.path, previous_record.commit,
-        previous_record.digest) == (up.url, up.ref, up.path, str(commit.hexsha), digest)
-    if not same:  # an unchanged pull leaves the record (and git status) alone
-        _write_record(settings, Record(
-            url=up.url, ref=up.ref, path=up.path, commit=str(commit.hexsha), tree=tree_id,
-            digest=digest, files=incoming,
-            pulled_at=timestamps.utc_seconds(),
-        ))
-    return PullResult(
-        upstream=up, commit=str(commit.hexsha),
-        previous=previous_record.commit if previous_record else None,
-        tree=tree_id, digest=digest, added=added, changed=changed, removed=removed,
-    )
-
-
-def _write_bytes(path: Path, data: bytes) -> None:
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        text = None
-    if text is not None and "\r" not in text:
-        writer.atomic_write(path, text)
-        return
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    except OSError as e:
-        raise errors.ConfigError(f"{path}: cannot write: {e.strerror}") from e
-
-
-def _prune_empty_dirs(root: Path) -> None:
-    if not root.is_dir():
-        return
-    for dirpath, _dirs, _files in sorted(os.walk(root), key=lambda t: -len(t[0])):
-        path = Path(dirpath)
-        if path != root and path.name != ".git" and not any(path.iterdir()):
-            shutil.rmtree(path, ignore_errors=True)
-
-
-def status(settings: Settings, *, fetch_upstream: bool = True) -> Status:
-    """The recorded pull, the upstream tip, behind/ahead counts and local modifications.
-
-    Never raises for an unreachable upstream: ``fetch_error`` says why instead.
-
-    Raises:
-        errors.ConfigError: the record is malformed.
-    """
-    record = read_record(settings)
-    modifications = system_modifications(settings)
-    base = None
-    if record is None:
-        base = baseline(settings)
-        if base.checkout:  # what the first pull would refuse (before comparing bytes)
-            modifications = [settings.system_dir / p for p in base.modified]
-    try:
-        up: Upstream | None = upstream(settings)
-    except errors.ConfigError:
-        up = None
-    if up is None or not fetch_upstream:
-        return Status(up, record, None, None, None, modifications,
-                      None if up else "no upstream configured", base)
-    try:
-        repo = fetch(settings, up)
-        tip = resolve(repo, up)
-    except GitError as e:
-        return Status(up, record, None, None, None, modifications, str(e), base)
-    behind = ahead = None
-    if record is not None:
-        try:
-            counts = repo.git.rev_list("--left-right", "--count", f"{tip.hexsha}...{record.commit}")
-            left, right = counts.split()
-            behind, ahead = int(left), int(right)
-        except Exception:  # the recorded commit is unknown to the cache
-            behind = ahead = None
-    return Status(up, record, str(tip.hexsha), behind, ahead, modifications, None, base)
 
 
 # -- the configuration repository: author and --commit --------------------------------------

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from reconciler.config import loader, repochecks, settings_check
+from reconciler.config import files, loader, monitorfile, repochecks, settings_check
 from reconciler.config import problems as P
 from reconciler.config.problems import Problem
 from reconciler.settings import SETTINGS_FILE, USER_DIR, Settings
@@ -65,7 +65,7 @@ class LintReport:
 
 def run(settings: Settings, paths: Sequence[Path] | None = None, *,
         now: datetime | None = None,
-        action_check: loader.ActionCheck | None = None) -> LintReport:
+        action_check: monitorfile.ActionCheck | None = None) -> LintReport:
     """Lint the layers (``paths`` None) or the given files/directories in their context.
 
     Args:
@@ -117,11 +117,11 @@ def layer_problems(settings: Settings) -> list[Problem]:
             continue
         what = "is not a directory" if os.path.lexists(path) else "does not exist"
         if key in layers:
-            toml = loader.display(settings.root / SETTINGS_FILE)
+            toml = files.display(settings.root / SETTINGS_FILE)
             out.append(P.error(toml, 1, 1, f"layers.{key}",
                                f"directory {layers[key]} {what}", "missing-layer"))
         else:
-            out.append(P.error(loader.display(path), 1, 1, "",
+            out.append(P.error(files.display(path), 1, 1, "",
                                f"the user layer directory {USER_DIR}/ {what} (create it, "
                                f"or set [layers] user in {SETTINGS_FILE})",
                                "missing-layer"))
@@ -129,7 +129,7 @@ def layer_problems(settings: Settings) -> list[Problem]:
 
 
 def _run(settings: Settings, paths: Sequence[Path] | None, *, now: datetime | None,
-         action_check: loader.ActionCheck | None) -> LintReport:
+         action_check: monitorfile.ActionCheck | None) -> LintReport:
     fleet = settings_check.fleet_problems(settings.fleet_file)
     if not paths:
         result = loader.load(settings, now=now, jobs=None, action_check=action_check)
@@ -145,12 +145,12 @@ def _run(settings: Settings, paths: Sequence[Path] | None, *, now: datetime | No
         return LintReport(sorted(fleet), 0)
     missing = [p for p in paths if not os.path.lexists(p)]
     present = [p for p in paths if os.path.lexists(p)]
-    wanted = {f for f, _ in loader.collect(settings, present)}
+    wanted = {f for f, _ in files.collect(settings, present)}
     layer_files = [p for p in (settings.system_dir, settings.user_dir, settings.overlays_dir)
                    if p.is_dir()]
     result = loader.load(settings, paths=[*layer_files, *present], now=now, jobs=None,
                          action_check=action_check)
-    shown = {loader.display(f) for f in wanted}
+    shown = {files.display(f) for f in wanted}
     problems = [p for p in result.problems if p.file in shown]
     problems += [P.error(str(p), 1, 1, "", "no such file or directory", "unreadable")
                  for p in missing]

@@ -3,7 +3,7 @@
 An overlay file (``monitors.d/overlays/<monitor>.yml``) names one monitor and
 carries a ``pause`` (reason, optional ``until`` expiry) and/or a ``pin``
 (``device`` or ``devices``, which replaces the monitor's own placement). This
-module reads and validates one overlay file; ``loader`` applies overlays to the
+module reads and validates one overlay file; ``resolve`` applies overlays to the
 resolved monitors. No writing here (the overlay commands own that).
 """
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from reconciler import errors
-from reconciler.config import loader, yamlload
+from reconciler.config import files, yamlload
 from reconciler.config import problems as P
 from reconciler.config.problems import Problem
 from reconciler.model import Monitor, MonitorName
@@ -35,7 +35,7 @@ def ignored_entries(settings: Settings) -> list[Problem]:
         except FileNotFoundError:
             continue
         except OSError as e:
-            out.append(P.warning(loader.display(Path(layer)), 1, 1, "",
+            out.append(P.warning(files.display(Path(layer)), 1, 1, "",
                                  f"cannot list the layer: {e.strerror or e}", "ignored-path"))
             continue
         for entry in entries:
@@ -43,7 +43,7 @@ def ignored_entries(settings: Settings) -> list[Problem]:
                 continue
             what = _ignored(entry, overlays)
             if what:
-                out.append(P.warning(loader.display(Path(entry.path)), 1, 1, "", what,
+                out.append(P.warning(files.display(Path(entry.path)), 1, 1, "", what,
                                      "ignored-path"))
     return out
 
@@ -52,7 +52,7 @@ def _ignored(entry: os.DirEntry[str], overlays: Path) -> str | None:
     """Why the loader skips ``entry`` in silence, or None when it reads it (or reports it
     itself: an entry it cannot stat is its ``unreadable`` error)."""
     path = Path(entry.path)
-    yaml_named = entry.name.endswith(loader.SUFFIXES)
+    yaml_named = entry.name.endswith(files.SUFFIXES)
     try:
         if entry.is_dir():
             if path.resolve() == overlays:
@@ -85,12 +85,13 @@ def system_modified(settings: Settings) -> list[Problem]:
     """Errors (rule ``system-modified``) for local changes to the pulled ``system/`` layer.
 
     Nothing to compare before the first pull (no ``system/.upstream.json``): then the
-    git-backed pull module is not even imported, which keeps ``lint`` fast."""
+    record module (and the writer it imports) is not even imported, which keeps ``lint``
+    fast."""
     if not (settings.system_dir / ".upstream.json").is_file():
         return []
-    from reconciler.config import gitrepo
+    from reconciler.config import systemrecord
 
-    found: list[Problem] = gitrepo.modification_problems(settings)
+    found: list[Problem] = systemrecord.modification_problems(settings)
     return found
 
 
@@ -118,7 +119,7 @@ def unknown_devices(settings: Settings,
     for m in sorted(wanted, key=lambda m: m.name):
         if isinstance(m.source, device_source.DeviceSpec) and m.source.device not in listed:
             where = "the fleet file lists no such device" if fleet.exists else (
-                f"there is no fleet file ({loader.display(settings.fleet_file)}) to give its "
+                f"there is no fleet file ({files.display(settings.fleet_file)}) to give its "
                 "address")
             out.append(_at(m.origin, ("source", "device"),
                            f"device {m.source.device!r}: {where}"))
@@ -132,7 +133,7 @@ def unknown_devices(settings: Settings,
                     out.append(_at(pinned or m.origin,
                                    (("pin",) if pinned else ()) + node,
                                    f"device {d!r}: there is no fleet file "
-                                   f"({loader.display(settings.fleet_file)}), so only this "
+                                   f"({files.display(settings.fleet_file)}), so only this "
                                    f"device ({settings.device}) exists; unless {d!r} runs "
                                    f"this repository, nothing evaluates this monitor"))
             continue
@@ -153,13 +154,13 @@ def unknown_devices(settings: Settings,
 
 
 def _pins(overlay: Path) -> bool:
-    doc, _ = yamlload.load(overlay, file=loader.display(overlay))
+    doc, _ = yamlload.load(overlay, file=files.display(overlay))
     return doc is not None and isinstance(doc.data, dict) and "pin" in doc.data
 
 
 def _at(path: Path, node: tuple[str | int, ...], message: str) -> Problem:
     """A warning at ``node`` of ``path`` (1:1 when the file no longer parses)."""
-    file = loader.display(path)
+    file = files.display(path)
     doc, _ = yamlload.load(path, file=file)
     line, col = doc.position(node) if doc is not None else (1, 1)
     return P.warning(file, line, col, P.dotted(node), message, "unknown-device")

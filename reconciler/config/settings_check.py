@@ -28,7 +28,7 @@ import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 
-from reconciler.config import loader, schemas, tomlpos, trust, validate, yamlload
+from reconciler.config import files, schemas, tomlpos, trust, validate, yamlload
 from reconciler.config import problems as P
 from reconciler.config.problems import Problem
 from reconciler.settings import SETTINGS_FILE, Settings
@@ -45,7 +45,7 @@ def settings_document(cfg: Settings) -> yamlload.Document:
             text = None  # edited since it was read: its positions would mislead
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         text = None
-    return tomlpos.document(cfg.toml, text, file=loader.display(path))
+    return tomlpos.document(cfg.toml, text, file=files.display(path))
 
 
 def settings_problems(cfg: Settings) -> list[Problem]:
@@ -90,8 +90,8 @@ def read_fleet(path: Path) -> tuple[yamlload.Document | None, list[Problem]]:
         return None, []
     unsafe = trust.file_problem(path, "fleet file", root=path.parent.resolve())
     if unsafe:
-        return None, [P.error(loader.display(path), 1, 1, "", unsafe, trust.RULE)]
-    doc, found = yamlload.load(path, file=loader.display(path))
+        return None, [P.error(files.display(path), 1, 1, "", unsafe, trust.RULE)]
+    doc, found = yamlload.load(path, file=files.display(path))
     if doc is None:
         return None, sorted(found)
     found += validate.check(doc, kind="fleet")

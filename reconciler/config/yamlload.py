@@ -1,8 +1,8 @@
 """YAML with positions and without silent type changes (DESIGN.md §3, step 1).
 
-Parsing uses PyYAML's C composer (``yaml.compose`` with ``CSafeLoader``), which
-gives a node graph with line/column marks; we construct plain Python values from
-it ourselves so that:
+Parsing uses PyYAML's C composer (``yamlnodes``: ``CParser`` with YAML 1.1's
+resolvers), which gives a node graph with line/column marks; we construct plain
+Python values from it ourselves (``yamlbuild``) so that:
 
 * a duplicate key in a mapping is a problem (PyYAML keeps the last one silently),
   and so is a key that a merge (``<<``, YAML 1.1's merge key type) would set while
@@ -13,24 +13,28 @@ it ourselves so that:
 * YAML 1.1 coercions of plain scalars (``yes/no/on/off`` -> bool, ``0777`` ->
   octal, ``1:30`` -> base 60) are recorded as ``Surprise`` entries, so the
   validator can flag them where a string was meant (``validate``);
-* alias expansion is bounded (``MAX_NODES`` constructed values per document) and
+* alias expansion is bounded (``yamlbuild.MAX_NODES`` constructed values per document) and
   recursive aliases are refused, so an alias bomb ends in milliseconds;
 * explicit tags other than the core ones (``!!python/object``, ``!foo``) are refused,
   and so is a core tag on a value that is not of its type (``!!int abc``, an empty
   ``!!float``): the node keeps its text and gets a ``yaml-tag`` problem;
-* nesting is bounded (``MAX_DEPTH`` collections inside one another), below the
+* nesting is bounded (``yamlbuild.MAX_DEPTH`` collections inside one another), below the
   schema validator's own recursion limit, so deep input is one ``yaml-depth``
   problem at the node that went too deep.
 
 File-level problems: unreadable, larger than ``MAX_BYTES``, not UTF-8, empty,
 tabs, a syntax error, more than one document, a list or scalar at the top.
-No function here raises on bad input: every failure is a ``Problem``.
+No function here raises on bad input: every failure is a ``Problem`` (``plain``, for
+texts that are not monitor files, raises one ``ConfigError`` line instead).
+
+This module is the entry point: reading with bounds, the ``Document`` with its
+positions, and turning PyYAML's errors into problems. Must not: build values itself
+(``yamlbuild``), validate against the schema (``validate``) or print.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -38,144 +42,15 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from yaml._yaml import CParser
-from yaml.constructor import SafeConstructor
-from yaml.resolver import Resolver
 
 from reconciler.config import problems as P
+from reconciler.config import yamlbuild, yamlnodes
 from reconciler.config.problems import Problem
+from reconciler.config.yamlbuild import Surprise
+from reconciler.config.yamlnodes import Path_ as Path_  # re-exported (validate, tomlpos)
 
 MAX_BYTES = 1024 * 1024
 """Largest monitor or overlay file accepted (1 MiB)."""
-
-MAX_NODES = 10_000
-"""Largest number of values one document may construct, aliases expanded: past it,
-``yaml-aliases`` when an alias repeated a collection (an alias bomb), else
-``too-many-values``."""
-
-MAX_DEPTH = 64
-"""Most collections nested inside one another in a document, the top-level mapping
-included. A monitor needs about 4; ``jsonschema_rs`` fails on instances nested
-past about 250 levels, and Python's recursion limit (1000 frames) must not be
-reached while building (two frames per mapping level): 64 stays below both."""
-
-_STR = "tag:yaml.org,2002:str"
-_INT = "tag:yaml.org,2002:int"
-_FLOAT = "tag:yaml.org,2002:float"
-_BOOL = "tag:yaml.org,2002:bool"
-_NULL = "tag:yaml.org,2002:null"
-_MAP = "tag:yaml.org,2002:map"
-_SEQ = "tag:yaml.org,2002:seq"
-_MERGE = "tag:yaml.org,2002:merge"
-_TEXT_TAGS = frozenset({_STR, "tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:binary"})
-_OCTAL = re.compile(r"[-+]?0[0-7_]+")
-_YN = frozenset({"y", "Y", "n", "N"})
-_BOOL_TEXT = frozenset({"yes", "no", "true", "false", "on", "off"})
-_NULL_TEXT = frozenset({"", "~", "null", "Null", "NULL"})
-_TYPE_NAMES = {_INT: "an integer", _FLOAT: "a number", _BOOL: "a boolean", _NULL: "null"}
-_CONSTRUCTOR = SafeConstructor()
-_IMPLICIT_FIRST = frozenset(k for k in Resolver.yaml_implicit_resolvers if k)
-_RESOLVED: dict[str, str] = {}  # plain scalar text -> implicit tag (it depends on the text only)
-
-
-_SCALAR_NODE, _SEQUENCE_NODE, _MAPPING_NODE = yaml.ScalarNode, yaml.SequenceNode, yaml.MappingNode
-_IMPLICIT: dict[str, list[tuple[str, Any]]] = {
-    k: list(v) for k, v in Resolver.yaml_implicit_resolvers.items() if k is not None}
-
-
-class _Loader(CParser):
-    """PyYAML's C parser and composer with the standard YAML 1.1 implicit resolvers
-    (``yaml.resolver.Resolver.yaml_implicit_resolvers``; no path resolvers), resolved
-    here without ``Resolver``'s per-call overhead: a plain scalar whose first character
-    starts no implicit type is a string, other plain scalars are matched once per text
-    (cached), collections take the default map/seq tags. Same answers as
-    ``Resolver.resolve``."""
-
-    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
-        """No path resolvers are registered: nothing to track (saves a call per node)."""
-
-    def ascend_resolver(self) -> None:
-        """See ``descend_resolver``."""
-
-    def resolve(self, kind: type[yaml.Node], value: Any, implicit: tuple[bool, bool]) -> str:
-        if kind is not _SCALAR_NODE:
-            return _MAP if kind is _MAPPING_NODE else _SEQ
-        if not implicit[0] or (value and value[0] not in _IMPLICIT_FIRST):
-            return _STR
-        tag = _RESOLVED.get(value)
-        if tag is None:
-            tag = _STR
-            for candidate, regexp in _IMPLICIT.get(value[:1], ()):
-                if regexp.match(value):
-                    tag = candidate
-                    break
-            if len(value) <= 32 and len(_RESOLVED) < 4096:
-                _RESOLVED[value] = tag
-        return tag
-
-
-def _implicit(text: str) -> str:
-    """The tag YAML 1.1 gives the plain scalar ``text`` (as ``_Loader.resolve``)."""
-    for candidate, regexp in _IMPLICIT.get(text[:1], ()):
-        if regexp.match(text):
-            return candidate
-    return _STR
-
-
-def _compose(text: str) -> yaml.Node | None:
-    loader = _Loader(text)
-    try:
-        node: yaml.Node | None = loader.get_single_node()
-        return node
-    finally:
-        loader.dispose()
-
-Path_ = tuple[str | int, ...]
-
-# Line breaks YAML 1.1 (so libyaml's marks) counts that editors and YAML 1.2 do not: a
-# lone CR, NEL, LS and PS. A text holding one gets its positions counted by "\n".
-_ODD_BREAKS = re.compile("\r(?!\n)|[\x85\u2028\u2029]")
-
-
-def _at(mark: Any, text: str | None) -> tuple[int, int]:
-    """1-based ``(line, col)`` of a libyaml mark. With ``text`` (only passed when it holds
-    an odd line break, see ``_ODD_BREAKS``) lines are counted by ``\n`` from the mark's
-    character index, as an editor shows them."""
-    if text is None:
-        return mark.line + 1, mark.column + 1
-    index = min(mark.index, len(text))
-    start = text.rfind("\n", 0, index) + 1
-    return text.count("\n", 0, index) + 1, index - start + 1
-
-
-@dataclass(frozen=True, slots=True)
-class Surprise:
-    """A plain scalar that YAML 1.1 read as something other than its text.
-
-    Attributes:
-        rule: ``yaml11-bool``, ``yaml11-octal`` or ``yaml11-sexagesimal``.
-        text: the scalar as written (``yes``, ``0777``, ``1:30``).
-        value: what YAML 1.1 made of it (``True``, ``511``, ``90``; ``y`` stays ``"y"``
-            in PyYAML but other YAML 1.1 readers make it a boolean).
-        line, col: 1-based position.
-    """
-
-    rule: str
-    text: str
-    value: Any
-    line: int
-    col: int
-
-    def hint(self) -> str:
-        """How to write what was probably meant."""
-        if self.rule == "yaml11-bool":
-            return (f"unquoted {self.text} is a YAML 1.1 boolean "
-                    f"({str(self.value).lower()}); quote it ('{self.text}') to mean the text")
-        if self.rule == "yaml11-octal":
-            return (f"unquoted {self.text} is a YAML 1.1 octal number ({self.value}); "
-                    f"quote it ('{self.text}') for text")
-        return (f"unquoted {self.text} is a YAML 1.1 base-60 number ({self.value}); quote it "
-                f"('{self.text}') for text, or write a duration such as 1m30s")
 
 
 @dataclass(slots=True)
@@ -228,204 +103,13 @@ class Document:
         """1-based ``(line, col)`` of the value at ``path`` (of its key when ``key``)."""
         node, key_node = self.node(path)
         mark = key_node.start_mark if key and key_node is not None else node.start_mark
-        return _at(mark, self.text)
+        return yamlnodes.at(mark, self.text)
 
     def parent_position(self, path: Sequence[str | int]) -> tuple[int, int]:
         """Position for a problem about the mapping at ``path`` as a whole (a missing
         required key): the line of the key holding it, or the document start."""
         node, key_node = self.node(path)
-        return _at((key_node or node).start_mark, self.text)
-
-
-class _Limit(Exception):
-    """A bound was passed: the document is refused as a whole. ``node`` is where, when
-    its position means something (aliases have no marks of their own)."""
-
-    def __init__(self, message: str, rule: str, path: Path_,
-                 node: yaml.Node | None = None) -> None:
-        super().__init__(message)
-        self.rule = rule
-        self.path = path
-        self.node = node
-
-
-class _Builder:
-    """Constructs values from a composed node graph, recording problems."""
-
-    def __init__(self, file: str, text: str | None = None) -> None:
-        self.file = file
-        self.text = text
-        self.count = 0
-        self.active: set[int] = set()
-        self.built: set[int] = set()  # collections built so far (an alias repeats one)
-        self.aliased = False
-        self.problems: list[Problem] = []
-        self.surprises: dict[Path_, Surprise] = {}
-
-    def build(self, node: yaml.Node, path: Path_) -> Any:
-        self.count += 1
-        if self.count > MAX_NODES:
-            if self.aliased:
-                raise _Limit(f"more than {MAX_NODES} values after expanding aliases "
-                             f"(an alias bomb?)", "yaml-aliases", path)
-            raise _Limit(f"too many values: more than {MAX_NODES} in one document (lists, "
-                         f"mappings and scalars)", "too-many-values", path)
-        cls = node.__class__
-        if cls is _SCALAR_NODE:
-            return self.scalar(node, path)  # type: ignore[arg-type]
-        ident = id(node)
-        if ident in self.active:
-            raise _Limit("recursive alias: a node contains itself", "yaml-aliases", path)
-        if ident in self.built:  # a collection built twice: an alias expands it again
-            self.aliased = True
-        self.built.add(ident)
-        if len(path) >= MAX_DEPTH:
-            raise _Limit(f"nested deeper than {MAX_DEPTH} levels (lists and mappings inside "
-                         f"one another)", "yaml-depth", path, node)
-        self.active.add(ident)
-        try:
-            if cls is _MAPPING_NODE:
-                if node.tag != _MAP:
-                    self.bad_tag(node, path)
-                return self.mapping(node, path)  # type: ignore[arg-type]
-            if cls is _SEQUENCE_NODE:
-                if node.tag != _SEQ:
-                    self.bad_tag(node, path)
-                out: list[Any] = []
-                append = out.append
-                for i, item in enumerate(node.value):
-                    if (item.__class__ is _SCALAR_NODE and item.tag == _STR
-                            and (item.style or item.value not in _YN)
-                            and self.count < MAX_NODES):
-                        self.count += 1  # the common case, inlined: a plain string item
-                        append(item.value)
-                    else:
-                        append(self.build(item, (*path, i)))
-                return out
-        finally:
-            self.active.discard(ident)
-        return None  # pragma: no cover - composer yields only the three node kinds
-
-    def mapping(self, node: yaml.MappingNode, path: Path_) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        seen: dict[str, yaml.Node] = {}
-        merge: tuple[yaml.Node, yaml.Node] | None = None
-        for key_node, value_node in node.value:
-            if key_node.__class__ is not _SCALAR_NODE:
-                self.add(key_node, path, "a mapping key must be plain text", "yaml-syntax")
-                continue
-            if key_node.tag == _MERGE:
-                if merge is not None:
-                    self.add(key_node, path, f"a second merge key << in one mapping (first "
-                             f"at line {self.line(merge[0])}); merge a list: <<: [*a, *b]",
-                             "duplicate-key")
-                    continue
-                merge = (key_node, value_node)
-                continue
-            key = key_node.value
-            if key in seen:
-                self.add(key_node, (*path, key),
-                         f"duplicate key {key!r} (first at line {self.line(seen[key])}); "
-                         f"YAML would silently keep this one", "duplicate-key")
-            seen[key] = key_node
-            if (value_node.__class__ is _SCALAR_NODE and value_node.tag == _STR
-                    and (value_node.style or value_node.value not in _YN)
-                    and self.count < MAX_NODES):
-                self.count += 1  # the common case, inlined: a plain string value
-                out[key] = value_node.value
-            else:
-                out[key] = self.build(value_node, (*path, key))
-        if merge is not None:
-            self.merge(out, seen, merge, path)
-        return out
-
-    def merge(self, out: dict[str, Any], seen: dict[str, yaml.Node],
-              merge: tuple[yaml.Node, yaml.Node], path: Path_) -> None:
-        """Add the keys a merge key brings (YAML 1.1 merge type: explicit keys win, then
-        the earlier merged mapping). A key set twice is a ``duplicate-key`` problem:
-        at the explicit key, or at ``<<`` for two merged mappings."""
-        key_node, source = merge
-        merged_from: dict[str, int] = {}
-        sources = source.value if source.__class__ is _SEQUENCE_NODE else [source]
-        for src in sources:
-            value = self.build(src, path)
-            if not isinstance(value, dict):
-                self.add(src, path, "a merge (<<) needs a mapping", "yaml-syntax")
-                continue
-            line = self.line(src)
-            for k, v in value.items():
-                if k in seen:
-                    self.add(seen[k], (*path, k),
-                             f"duplicate key {k!r}: the merge (<<) at line "
-                             f"{self.line(key_node)} also sets it; YAML would "
-                             f"silently keep this one", "duplicate-key")
-                elif k in merged_from:
-                    self.add(key_node, (*path, k),
-                             f"duplicate key {k!r}: merged from the mappings at line "
-                             f"{merged_from[k]} and line {line}; YAML would silently keep "
-                             f"the first", "duplicate-key")
-                else:
-                    merged_from[k] = line
-                    out[k] = v
-
-    def scalar(self, node: yaml.ScalarNode, path: Path_) -> Any:
-        tag, text = node.tag, node.value
-        if tag in _TEXT_TAGS:
-            if not node.style and text in _YN:
-                self.surprise(node, path, "yaml11-bool", text in "yY")
-            return text
-        plain = not node.style
-        if tag == _NULL:
-            if text in _NULL_TEXT:
-                return None
-            return self.not_of_type(node, path)
-        if tag == _BOOL:
-            lowered = text.lower()
-            if lowered not in _BOOL_TEXT:
-                return self.not_of_type(node, path)
-            value = lowered in ("yes", "true", "on")
-            if plain and lowered not in ("true", "false"):
-                self.surprise(node, path, "yaml11-bool", value)
-            return value
-        if tag in (_INT, _FLOAT):
-            try:
-                result: Any = (_CONSTRUCTOR.construct_yaml_int(node) if tag == _INT
-                               else _CONSTRUCTOR.construct_yaml_float(node))
-            except (ValueError, IndexError, OverflowError):
-                # "0b_" matches YAML 1.1's int pattern without a digit; a plain one
-                # stays text (as YAML 1.2 reads it), an explicit tag is a problem.
-                return text if plain and _implicit(text) == tag else self.not_of_type(node,
-                                                                                      path)
-            if plain and ":" in text:
-                self.surprise(node, path, "yaml11-sexagesimal", result)
-            elif tag == _INT and plain and _OCTAL.fullmatch(text) and text.strip("+-0_"):
-                self.surprise(node, path, "yaml11-octal", result)
-            return result
-        self.bad_tag(node, path)
-        return text
-
-    def not_of_type(self, node: yaml.ScalarNode, path: Path_) -> str:
-        """A core tag on a value that is not of its type: a problem; the text is kept."""
-        short = node.tag.rsplit(":", 1)[-1]
-        text = node.value if len(node.value) <= 40 else node.value[:37] + "..."
-        self.add(node, path, f"!!{short} {text!r} is not {_TYPE_NAMES[node.tag]}: drop the "
-                 f"tag, or write a value of that type", "yaml-tag")
-        return str(node.value)
-
-    def surprise(self, node: yaml.Node, path: Path_, rule: str, value: Any) -> None:
-        line, col = _at(node.start_mark, self.text)
-        self.surprises[path] = Surprise(rule, str(node.value), value, line, col)
-
-    def bad_tag(self, node: yaml.Node, path: Path_) -> None:
-        self.add(node, path, f"unsupported YAML tag {node.tag}; use plain values", "yaml-tag")
-
-    def line(self, node: yaml.Node) -> int:
-        """The 1-based line of ``node`` (for messages naming another line)."""
-        return _at(node.start_mark, self.text)[0]
-
-    def add(self, node: yaml.Node, path: Path_, message: str, rule: str) -> None:
-        line, col = _at(node.start_mark, self.text)
-        self.problems.append(P.error(self.file, line, col, P.dotted(path), message, rule))
+        return yamlnodes.at((key_node or node).start_mark, self.text)
 
 
 def read(path: Path, *, file: str) -> tuple[bytes | None, list[Problem]]:
@@ -488,9 +172,9 @@ def parse(data: bytes, *, file: str) -> tuple[Document | None, list[Problem]]:
         return None, [P.error(file, line, col, "",
                               f"not UTF-8 (byte 0x{data[e.start]:02x}); save the file as UTF-8",
                               "encoding")]
-    odd = text if _ODD_BREAKS.search(text) else None
+    odd = text if yamlnodes.ODD_BREAKS.search(text) else None
     try:
-        root = _compose(text)
+        root = yamlnodes.compose(text)
     except yaml.MarkedYAMLError as e:
         return None, [_syntax(file, text, e, odd)]
     except yaml.reader.ReaderError as e:  # a character YAML does not accept (NUL, ESC)
@@ -500,22 +184,22 @@ def parse(data: bytes, *, file: str) -> tuple[Document | None, list[Problem]]:
         return None, [P.error(file, 1, 1, "", f"invalid YAML: {e}", "yaml-syntax")]
     except RecursionError:
         return None, [P.error(file, 1, 1, "", "YAML nested too deeply", "yaml-depth")]
-    if root is None or (isinstance(root, yaml.ScalarNode) and root.tag == _NULL
+    if root is None or (isinstance(root, yaml.ScalarNode) and root.tag == yamlnodes.NULL
                         and not root.value):
         return None, [P.error(file, 1, 1, "", "empty file: expected a monitor mapping "
                               "(source:, condition:, action:)", "empty-file")]
     if not isinstance(root, yaml.MappingNode):
-        line, col = _at(root.start_mark, odd)
+        line, col = yamlnodes.at(root.start_mark, odd)
         kind = "a list" if isinstance(root, yaml.SequenceNode) else "a single value"
         return None, [P.error(file, line, col, "",
                               f"the document is {kind}; expected a mapping of fields "
                               f"(one monitor per file)", "top-level")]
-    builder = _Builder(file, odd)
+    builder = yamlbuild.Builder(file, odd)
     try:
         value = builder.build(root, ())
-    except _Limit as e:
+    except yamlbuild.Limit as e:
         if e.node is not None:
-            line, col = _at(e.node.start_mark, odd)
+            line, col = yamlnodes.at(e.node.start_mark, odd)
             return None, [P.error(file, line, col, P.dotted(e.path[:1]), str(e), e.rule)]
         # Report at the top-level key being expanded (aliases have no marks of their own).
         line, col = Document(file, {}, root, text=odd).position(e.path[:1], key=True)
@@ -536,7 +220,7 @@ def load(path: Path, *, file: str | None = None) -> tuple[Document | None, list[
 
 def _syntax(file: str, text: str, e: yaml.MarkedYAMLError, odd: str | None) -> Problem:
     mark = e.problem_mark or e.context_mark
-    line, col = _at(mark, odd) if mark is not None else (1, 1)
+    line, col = yamlnodes.at(mark, odd) if mark is not None else (1, 1)
     problem = (e.problem or "invalid YAML").strip()
     lines = text.split("\n")
     if 0 < line <= len(lines) and "\t" in lines[line - 1][: max(col, 1)] and (
@@ -571,7 +255,7 @@ def plain(text: str, *, file: str) -> Any:
         return yaml.load(text, Loader=_PlainLoader)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
-        line, col = _at(mark, None) if mark is not None else (1, 1)
+        line, col = yamlnodes.at(mark, None) if mark is not None else (1, 1)
         what = " ".join((e.problem or "invalid YAML").split())
         kind = "invalid YAML value" if isinstance(e, _Unbuildable) else "invalid YAML"
         raise errors.ConfigError(f"{file}:{line}:{col}: {kind}: {what}") from e

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.config import gitrepo
+from reconciler.config import gitrepo, systempull, systemrecord
 from tests.authoring.conftest import BUILTIN, Upstream, git, make_upstream, settings_for
 from tests.conftest import Repo, run_cli
 
@@ -95,7 +95,7 @@ def test_first_pull_refuses_an_untracked_file(tmp_path: Path, upstream: Upstream
     if stage:
         git(repo.root, "add", "system/mine.yml")
     with pytest.raises(gitrepo.GitError) as e:
-        gitrepo.pull(settings_for(repo))
+        systempull.pull(settings_for(repo))
     assert "system/mine.yml" in str(e.value) and "disk-headroom" not in str(e.value)
     assert (repo.system / "mine.yml").read_text() == "x: 1\n"
     assert "5m" in (repo.system / "disk-headroom.yml").read_text()
@@ -105,7 +105,7 @@ def test_untracked_file_equal_to_upstream_is_not_at_risk(tmp_path: Path,
                                                          upstream: Upstream) -> None:
     repo = make_clone(tmp_path, upstream)
     shutil.copy(upstream.path / "monitors/pr-merge.yml", repo.system / "pr-merge.yml")
-    result = gitrepo.pull(settings_for(repo))
+    result = systempull.pull(settings_for(repo))
     assert result.changed == ["disk-headroom.yml"] and result.added == []
 
 
@@ -114,7 +114,7 @@ def test_committed_file_missing_upstream_is_removed_and_git_keeps_it(
     repo = make_clone(tmp_path, upstream, files={
         "system/disk-headroom.yml": BUILTIN.format(interval="5m"),
         "system/old/retired.yml": BUILTIN.format(interval="1d")})
-    result = gitrepo.pull(settings_for(repo))
+    result = systempull.pull(settings_for(repo))
     assert result.removed == ["old/retired.yml"] and not (repo.system / "old").exists()
     assert "1d" in git(repo.root, "show", "HEAD:system/old/retired.yml")
 
@@ -123,7 +123,7 @@ def test_deleted_committed_file_is_restored_without_refusal(tmp_path: Path,
                                                             upstream: Upstream) -> None:
     repo = make_clone(tmp_path, upstream)
     (repo.system / "disk-headroom.yml").unlink()
-    result = gitrepo.pull(settings_for(repo))
+    result = systempull.pull(settings_for(repo))
     assert result.added == ["disk-headroom.yml", "pr-merge.yml"]
 
 
@@ -131,15 +131,15 @@ def test_after_a_record_exists_the_manifest_rules_not_git(tmp_path: Path,
                                                           upstream: Upstream) -> None:
     repo = make_clone(tmp_path, upstream)
     s = settings_for(repo)
-    gitrepo.pull(s)
+    systempull.pull(s)
     git(repo.root, "add", "-A")
     git(repo.root, "commit", "-q", "-m", "record the pull")
     (repo.system / "pr-merge.yml").write_text("# tweak\n")
     git(repo.root, "commit", "-q", "-am", "commit a local tweak")  # committed, still modified
-    assert gitrepo.system_modifications(s) == [repo.system / "pr-merge.yml"]
+    assert systemrecord.system_modifications(s) == [repo.system / "pr-merge.yml"]
     with pytest.raises(gitrepo.GitError, match=r"modified locally: system/pr-merge\.yml"):
-        gitrepo.pull(s)
-    st = gitrepo.status(s, fetch_upstream=False)
+        systempull.pull(s)
+    st = systempull.status(s, fetch_upstream=False)
     assert st.baseline is None and st.modifications == [repo.system / "pr-merge.yml"]
 
 
@@ -149,7 +149,7 @@ def test_repository_without_commits_refuses_its_files(repo: Repo, upstream: Upst
     base = gitrepo.baseline(settings_for(repo))
     assert base.checkout and base.committed == [] and base.modified == ["disk-headroom.yml"]
     with pytest.raises(gitrepo.GitError, match=r"modified locally: system/disk-headroom\.yml"):
-        gitrepo.pull(settings_for(repo), url=upstream.url)
+        systempull.pull(settings_for(repo), url=upstream.url)
 
 
 def test_not_a_checkout_without_record_still_refuses(repo: Repo, upstream: Upstream) -> None:

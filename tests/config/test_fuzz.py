@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from reconciler import settings as config_settings
 from reconciler.actions import checks
-from reconciler.config import loader
+from reconciler.config import files, loader
 from reconciler.config.problems import RULES
 from tests.conftest import ROOT, Repo, run_cli
 
@@ -227,7 +227,7 @@ def _write(repo: Repo, where: str, data: bytes) -> Path:
 
 
 def _check_problems(result: loader.LoadResult, target: Path, data: bytes) -> None:
-    allowed = {loader.display(target), loader.display(target.resolve())}
+    allowed = {files.display(target), files.display(target.resolve())}
     lines = data.count(b"\n") + 1
     for p in result.problems:
         where = f"{p.format()}\n--- file ---\n{data[:2000]!r}"

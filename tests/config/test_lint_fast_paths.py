@@ -119,9 +119,9 @@ def test_scalar_resolution_matches_pyyaml(text: str) -> None:
     import yaml
     from yaml.resolver import Resolver
 
-    from reconciler.config import yamlload
+    from reconciler.config import yamlnodes
 
-    loader = yamlload._Loader("")
+    loader = yamlnodes.Loader("")
     try:
         for implicit in ((True, False), (False, True)):
             assert loader.resolve(yaml.ScalarNode, text, implicit) == Resolver().resolve(

@@ -110,9 +110,9 @@ def test_pin_elsewhere_without_a_fleet_file_warns(repo: Repo) -> None:
 
 
 def test_record_file_name_matches_the_pull_module() -> None:
-    from reconciler.config import gitrepo, repochecks
+    from reconciler.config import repochecks, systemrecord
 
-    assert gitrepo.RECORD_FILE == ".upstream.json"
+    assert systemrecord.RECORD_FILE == ".upstream.json"
     source = Path(repochecks.__file__).read_text(encoding="utf-8")
     assert '".upstream.json"' in source
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.config import yamlload
+from reconciler.config import yamlbuild, yamlload
 
 
 def parse(text: str | bytes) -> tuple[yamlload.Document | None, list[tuple[int, int, str]]]:
@@ -212,7 +212,7 @@ def test_deep_nesting_does_not_raise() -> None:
     assert doc is None or problems == [] or problems[0][2] in ("yaml-syntax", "yaml-aliases")
 
 
-@pytest.mark.parametrize("depth", [yamlload.MAX_DEPTH + 1, 150, 300, 600, 900])
+@pytest.mark.parametrize("depth", [yamlbuild.MAX_DEPTH + 1, 150, 300, 600, 900])
 @pytest.mark.parametrize("shape", ["[", "{a: "])
 def test_nesting_past_the_limit_is_one_problem_at_its_node(depth: int, shape: str) -> None:
     close = "]" if shape == "[" else "}"
@@ -223,7 +223,7 @@ def test_nesting_past_the_limit_is_one_problem_at_its_node(depth: int, shape: st
 
 
 def test_nesting_at_the_limit_is_accepted() -> None:
-    depth = yamlload.MAX_DEPTH - 1  # the top-level mapping is one level
+    depth = yamlbuild.MAX_DEPTH - 1  # the top-level mapping is one level
     doc, problems = parse("a: " + "[" * depth + "]" * depth + "\n")
     assert doc is not None and problems == []
 
@@ -234,7 +234,7 @@ def test_loader_depth_limit_is_below_the_validators() -> None:
     from reconciler.config import schemas
 
     deepest: object = []
-    for _ in range(yamlload.MAX_DEPTH):
+    for _ in range(yamlbuild.MAX_DEPTH):
         deepest = [deepest]
     for kind in ("monitor", "overlay"):
         list(schemas.validator(kind).iter_errors({"labels": {"a": deepest}}))
