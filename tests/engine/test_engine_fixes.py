@@ -18,7 +18,7 @@ from reconciler.daemon import evaluator, polls
 from reconciler.sources.context import SourceContext
 from reconciler.state import store as store_mod
 from tests.conftest import Repo, run_cli
-from tests.engine.helpers import FakeClock, Recorder, monitor, until
+from tests.helpers import FakeClock, Recorder, monitor, until
 
 SPINNER = "{% for i in range(9999) %}{% for j in range(9999) %}{% endfor %}{% endfor %}done"
 

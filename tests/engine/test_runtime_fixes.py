@@ -15,7 +15,7 @@ from reconciler import conditions
 from reconciler.model import Observation
 from reconciler.state import records
 from reconciler.state import store as store_mod
-from tests.engine.helpers import monitor
+from tests.helpers import monitor
 
 SRC = {"type": "poll", "command": "true", "interval": "30s"}
 
