@@ -259,3 +259,26 @@ def test_cli_test_freezing_template_is_a_clear_error(repo: Repo) -> None:
     j = run_cli(["test", "spin", "--json"], repo=repo)
     assert j.exit_code == 1
     assert "render budget exceeded" in json.loads(j.stdout)["action"]["error"]
+
+
+MON = """\
+source:
+  type: poll
+  command: [echo, {word}]
+  interval: 30s
+action:
+  type: notify
+"""
+
+
+def test_replay_errors_and_display_count_steps_from_1(repo: Repo) -> None:
+    repo.write("monitors.d/alpha.yml", MON.format(word="alpha"))
+    script = repo.root / "replay.yml"
+    script.write_text("steps:\n  - text: a\n  - text: b\n  - text: c\n  - {fire: true}\n")
+    r = run_cli(["test", "alpha", "--replay", str(script)], repo=repo)
+    assert r.exit_code == 1
+    assert r.stderr.strip() == f"error: {script}: steps[4]: give exactly one of text or error"
+    script.write_text("steps:\n  - text: a\n  - text: b\n  - text: c\n  - text: d\n")
+    shown = run_cli(["test", "alpha", "--replay", str(script)], repo=repo)
+    rows = [line.split()[0] for line in shown.stdout.splitlines()[1:5]]
+    assert rows == ["1", "2", "3", "4"], shown.stdout

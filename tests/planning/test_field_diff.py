@@ -9,14 +9,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from reconciler.conditions.spec import Condition
 from reconciler.config import normalize
-from reconciler.model import Monitor, MonitorName
+from reconciler.model import Fingerprint, Monitor, MonitorName, RateLimit, Scope
 from reconciler.planning import desired as desired_mod
 from reconciler.planning import placement
 from reconciler.planning import plan as plan_mod
 from reconciler.planning import saved as saved_mod
 from reconciler.planning.diff import ChangeKind, diff
 from reconciler.render import plan as render
+from reconciler.sources.poll import PollSpec
 
 
 def mon(name: str = "ci", **extra: Any) -> Monitor:
@@ -115,3 +117,21 @@ def test_a_saved_plan_is_stale_when_the_daemon_stopped_since() -> None:
         "the daemon was not running when the plan was made and is now (pid 4242)"]
     legacy = {k: v for k, v in made.to_json().items() if k != "daemon"}
     assert saved_mod.stale_reasons(saved_mod.SavedPlan.from_json(legacy), now) == []
+
+
+def _monitor(rate: RateLimit | None, labels: dict[str, str]) -> Monitor:
+    source = PollSpec(command="true", interval=30.0, timeout=30.0)
+    return Monitor(name=MonitorName("repo-head"), source=source, condition=Condition(),
+                   action={"type": "notify"}, fingerprint=Fingerprint("sha256:x"),
+                   scope=Scope.USER, origin=Path("monitors.d/repo-head.yml"), line=1,
+                   rate_limit=rate, labels=labels)
+
+
+def test_update_reason_names_each_changed_field_once() -> None:
+    old = _monitor(RateLimit(5, 60.0), {"a": "1"})
+    new = _monitor(RateLimit(9, 120.0), {"a": "2"})
+    [change] = diff({old.name: new}, {old.name: old})
+    assert change.action is ChangeKind.UPDATE
+    # was "labels, rateLimit, rateLimit changed": rateLimit.max and rateLimit.per
+    assert change.reason == "labels, rateLimit changed: updated in place, baseline kept"
+    assert [f.path for f in change.fields] == ["labels.a", "rateLimit.max", "rateLimit.per"]
