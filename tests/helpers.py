@@ -1,5 +1,5 @@
-"""Shared helpers for engine tests: monitors from dicts, a recording dispatcher, a
-loopback HTTP server, a fake clock."""
+"""Shared helpers for engine-side tests: a recording dispatcher, a bounded poll, a fake
+clock, loopback HTTP servers. Monitors come from ``tests.factories``."""
 
 from __future__ import annotations
 
@@ -15,18 +15,8 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from reconciler.config import normalize
 from reconciler.events import Event
 from reconciler.model import Monitor
-
-
-def monitor(source: dict[str, Any], *, name: str = "m", condition: dict[str, Any] | None = None,
-            action: dict[str, Any] | None = None, **extra: Any) -> Monitor:
-    """A normalized monitor from plain dicts (action defaults to notify)."""
-    doc: dict[str, Any] = {"source": source, "action": action or {"type": "notify"}, **extra}
-    if condition is not None:
-        doc["condition"] = condition
-    return normalize.monitor(doc, name=name)
 
 
 class Recorder:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.config import normalize
 from reconciler.state import store as store_mod
 from tests.conftest import Repo, run_cli
+from tests.factories import monitor
 
 CI_RED = """
 source:
@@ -168,9 +168,8 @@ def test_replay_bad_file_is_one_line(repo: Repo) -> None:
 
 
 def test_ignore_end_to_end_in_engine_normalization() -> None:
-    m = normalize.monitor({"source": {"type": "poll", "command": "x", "interval": 5},
-                           "condition": {"ignore": ["a+"]}, "action": {"type": "notify"}},
-                          name="n")
+    m = monitor({"type": "poll", "command": "x", "interval": 5},
+                condition={"ignore": ["a+"]}, name="n")
     assert m.condition.ignore == ("a+",)
 
 

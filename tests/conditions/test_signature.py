@@ -7,7 +7,7 @@ import pytest
 
 from reconciler import conditions
 from reconciler.model import Observation
-from tests.helpers import monitor
+from tests.factories import monitor
 
 SRC = {"type": "poll", "command": "true", "interval": "30s"}
 

@@ -13,7 +13,8 @@ import sys
 from collections.abc import Callable
 
 from tests.conftest import Repo
-from tests.daemon.conftest import Daemon, monitor_yaml, read_json, wait_for
+from tests.daemon.conftest import Daemon, read_json, wait_for
+from tests.factories import monitor_yaml
 
 NAMES = [f"m{i}" for i in range(4)]
 BAD = "source:\n  type: poll\n  command: [echo, bad]\n  interval: 1:30\naction:\n  type: notify\n"

@@ -15,7 +15,8 @@ import time
 
 from reconciler.sources import pid as pid_mod
 from tests.conftest import Repo
-from tests.daemon.conftest import WAIT, Daemon, monitor_yaml, wait_for
+from tests.daemon.conftest import WAIT, Daemon, wait_for
+from tests.factories import monitor_yaml
 
 SLOW = "[sh, -c, 'sleep 30; echo done']"  # a first poll that outlasts the test
 

@@ -12,7 +12,8 @@ import pytest
 from reconciler.daemon import evaluator
 from reconciler.sources.context import SourceContext
 from reconciler.state import store as store_mod
-from tests.helpers import FakeClock, Recorder, monitor, until
+from tests.factories import monitor
+from tests.helpers import FakeClock, Recorder, until
 
 
 def test_bad_url_is_parked_with_one_line_and_no_traceback(

@@ -20,7 +20,8 @@ from reconciler.model import Monitor, Observation
 from reconciler.sources import poll as poll_source
 from reconciler.sources.context import SourceContext
 from reconciler.state import store as store_mod
-from tests.helpers import FakeClock, Recorder, monitor, until
+from tests.factories import monitor
+from tests.helpers import FakeClock, Recorder, until
 
 
 class Scripted:

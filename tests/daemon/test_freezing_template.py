@@ -16,7 +16,8 @@ from reconciler.sources.context import SourceContext
 from reconciler.state import store as store_mod
 from tests.conftest import Repo
 from tests.daemon.conftest import Daemon, wait_for
-from tests.helpers import monitor, until
+from tests.factories import monitor
+from tests.helpers import until
 
 SPINNER = "{% for i in range(9999) %}{% for j in range(9999) %}{% endfor %}{% endfor %}done"
 

@@ -11,7 +11,8 @@ from typing import Any
 from reconciler.daemon import evaluator, polls
 from reconciler.sources.context import SourceContext
 from reconciler.state import store as store_mod
-from tests.helpers import FakeClock, Recorder, monitor, until
+from tests.factories import monitor
+from tests.helpers import FakeClock, Recorder, until
 
 
 def on_disk(state: Path, name: str) -> dict[str, Any] | None:

@@ -16,7 +16,8 @@ from reconciler import snapshot
 from reconciler.config import overlays
 from reconciler.model import Pause
 from tests.conftest import Repo
-from tests.daemon.conftest import Daemon, monitor_yaml, wait_for
+from tests.daemon.conftest import Daemon, wait_for
+from tests.factories import monitor_yaml
 
 
 def _iso(unix: float) -> str:

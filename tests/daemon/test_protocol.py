@@ -12,7 +12,8 @@ import pytest
 
 from reconciler.daemon import protocol
 from tests.conftest import Repo
-from tests.daemon.conftest import WAIT, Daemon, monitor_yaml
+from tests.daemon.conftest import WAIT, Daemon
+from tests.factories import monitor_yaml
 
 REQUESTS: list[protocol.Request] = [
     protocol.Status(),

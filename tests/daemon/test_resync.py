@@ -8,7 +8,8 @@ from typing import Any
 
 from reconciler.client import control as client
 from tests.conftest import Repo
-from tests.daemon.conftest import Daemon, monitor_yaml, wait_for
+from tests.daemon.conftest import Daemon, wait_for
+from tests.factories import monitor_yaml
 
 
 def _file_id(path: Path) -> tuple[int, int]:

@@ -10,7 +10,8 @@ from collections.abc import Callable
 
 from reconciler.daemon import logformat
 from tests.conftest import Repo
-from tests.daemon.conftest import Daemon, monitor_yaml, wait_for
+from tests.daemon.conftest import Daemon, wait_for
+from tests.factories import monitor_yaml
 
 
 def test_log_format_json_is_one_object_a_line(repo: Repo,

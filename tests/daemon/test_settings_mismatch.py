@@ -15,7 +15,8 @@ from typing import Any
 from reconciler import settings
 from reconciler.daemon import protocol
 from tests.conftest import Repo
-from tests.daemon.conftest import WAIT, Daemon, monitor_yaml, read_json, wait_for
+from tests.daemon.conftest import WAIT, Daemon, read_json, wait_for
+from tests.factories import monitor_yaml
 
 MISMATCH = ("the daemon runs with other settings ({what}): restart it (`monitors stop`, then "
             "`monitors apply`) to use them (daemon pid {pid})")

@@ -6,19 +6,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
-from reconciler.conditions.spec import Condition
-from reconciler.config import normalize
-from reconciler.model import Fingerprint, Monitor, MonitorName, RateLimit, Scope
+from reconciler.model import Monitor, MonitorName
 from reconciler.planning import desired as desired_mod
 from reconciler.planning import placement
 from reconciler.planning import plan as plan_mod
 from reconciler.planning import saved as saved_mod
 from reconciler.planning.diff import ChangeKind, diff
 from reconciler.render import plan as render
-from reconciler.sources.poll import PollSpec
+from tests.factories import monitor
 
 
 def mon(name: str = "ci", **extra: Any) -> Monitor:
@@ -32,7 +29,7 @@ def mon(name: str = "ci", **extra: Any) -> Monitor:
             doc[key] = {**doc[key], **value}
         else:
             doc[key] = value
-    return normalize.monitor(doc, name=name, origin=Path(f"monitors.d/{name}.yml"))
+    return monitor(**doc, name=name, origin=f"monitors.d/{name}.yml")
 
 
 def fields(old: Monitor, new: Monitor) -> list[tuple[str, Any, Any]]:
@@ -119,17 +116,9 @@ def test_a_saved_plan_is_stale_when_the_daemon_stopped_since() -> None:
     assert saved_mod.stale_reasons(saved_mod.SavedPlan.from_json(legacy), now) == []
 
 
-def _monitor(rate: RateLimit | None, labels: dict[str, str]) -> Monitor:
-    source = PollSpec(command="true", interval=30.0, timeout=30.0)
-    return Monitor(name=MonitorName("repo-head"), source=source, condition=Condition(),
-                   action={"type": "notify"}, fingerprint=Fingerprint("sha256:x"),
-                   scope=Scope.USER, origin=Path("monitors.d/repo-head.yml"), line=1,
-                   rate_limit=rate, labels=labels)
-
-
 def test_update_reason_names_each_changed_field_once() -> None:
-    old = _monitor(RateLimit(5, 60.0), {"a": "1"})
-    new = _monitor(RateLimit(9, 120.0), {"a": "2"})
+    old = monitor(name="repo-head", rateLimit={"max": 5, "per": "1m"}, labels={"a": "1"})
+    new = monitor(name="repo-head", rateLimit={"max": 9, "per": "2m"}, labels={"a": "2"})
     [change] = diff({old.name: new}, {old.name: old})
     assert change.action is ChangeKind.UPDATE
     # was "labels, rateLimit, rateLimit changed": rateLimit.max and rateLimit.per

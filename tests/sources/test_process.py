@@ -16,7 +16,7 @@ from reconciler import errors
 from reconciler.model import Observation
 from reconciler.sources import Started, command, pid, poll
 from reconciler.sources.context import SourceContext
-from tests.helpers import monitor
+from tests.factories import monitor
 
 
 def ctx() -> SourceContext:

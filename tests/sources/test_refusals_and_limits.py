@@ -23,7 +23,7 @@ from reconciler.fleet import Device, Fleet
 from reconciler.model import DeviceName, Monitor, Observation
 from reconciler.sources import registry as source_types
 from reconciler.sources.context import SourceContext
-from tests.helpers import monitor
+from tests.factories import monitor
 from tests.sources.test_process import observe_poll, wait_dead
 
 

@@ -4,7 +4,7 @@ evaluator)."""
 from __future__ import annotations
 
 from reconciler.state import store as store_mod
-from tests.helpers import monitor
+from tests.factories import monitor
 
 SRC = {"type": "poll", "command": "true", "interval": "30s"}
 
