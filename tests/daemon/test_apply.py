@@ -1,6 +1,7 @@
-"""Regression tests for apply findings that need the real daemon (a subprocess):
-apply names files with errors and exits 1, a saved plan is tied to the daemon it was
-made against. (The per-field diff is tested without a daemon, in
+"""``monitors apply`` against the real daemon (a subprocess): files with errors are
+named and exit 1, a saved plan is tied to the daemon it was made against, a monitor
+naming an undefined channel keeps its applied version, and apply says when a first
+poll is still running. (The per-field diff is tested without a daemon, in
 tests/planning/test_field_diff.py: a running daemon applies an edit before a
 ``plan`` could show it.)"""
 

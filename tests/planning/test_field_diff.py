@@ -1,6 +1,6 @@
-"""Regression tests: the per-field diff of a plan shows every changed field, and the
-text plan shows durations as durations (JSON keeps seconds); a saved plan is tied to
-whether the daemon ran."""
+"""The per-field diff of a plan: every changed field is shown, and named once in the
+reason; the text plan shows durations as durations (JSON keeps seconds); a saved plan
+is tied to whether the daemon ran."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Bug fixes at the source edge: user input never escapes as a foreign exception,
-shell start failures are check errors, polls leave no process behind, endless
-output is an observation."""
+"""The source edge refuses and bounds: user input never escapes as a foreign exception,
+shell start failures are check errors, polls leave no process behind, endless output
+is an observation."""
 
 from __future__ import annotations
 
