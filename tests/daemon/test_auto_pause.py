@@ -23,7 +23,9 @@ def test_auto_pause_stops_the_evaluator_at_once(repo: Repo,
     paused_at = time.monotonic()
     wait_for(lambda: "fast" not in d.running(), timeout=10, what="fast stopped", log=d.log)
     assert time.monotonic() - paused_at < 10
-    assert "reconciled (auto-pause)" in d.log_text()
+    # running.json is published just before the reconcile's log line: wait for the line
+    wait_for(lambda: "reconciled (auto-pause)" in d.log_text(), timeout=5,
+             what="auto-pause reconcile logged", log=d.log)
     plan = d.cli("plan", "--detailed-exitcode")
     assert plan.returncode == 0, plan.stdout  # the registry agrees with plan at once
     assert len(d.fires("fast")) == 3
