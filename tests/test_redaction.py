@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import io
 import logging
-from pathlib import Path
 
 import pytest
 
 from reconciler import redaction
-from reconciler.conditions.spec import Condition
-from reconciler.config import normalize
-from reconciler.model import Fingerprint, Monitor, MonitorName, Observation
+from reconciler.model import Observation
 from reconciler.redaction import MASK, Redactor
+from tests.factories import monitor
 
 
 def test_every_occurrence_is_masked() -> None:
@@ -84,25 +82,18 @@ def test_expand_registers_what_it_substitutes() -> None:
         redaction.expand("${NOPE}", environ=env)
 
 
-def _monitor(source: dict[str, object], action: dict[str, object]) -> Monitor:
-    return Monitor(name=MonitorName("m"), source=normalize.source(source), condition=Condition(),
-                   action=action,
-                   fingerprint=Fingerprint("sha256:0"), origin=Path("m.yml"))
-
-
 def test_collect_finds_every_reference_of_monitors_and_settings() -> None:
     monitors = [
-        _monitor({"type": "poll", "command": "echo ${SHELL_TOK} ${HOME} ${XDG_X} $BARE",
-                  "interval": "1m",
-                  "env": {"X": "${SRC_ENV}"}},
-                 {"type": "webhook-out", "url": "https://h/${URL_TOK}",
-                  "headers": {"A": "Bearer ${HDR}"}, "secretEnv": "SIGNING"}),
-        _monitor({"type": "poll-http", "url": "http://h/", "interval": "1m",
-                  "headers": {"B": "${HTTP_HDR}"}},
-                 {"type": "run", "agent": "x", "env": {"GH": "${GH_TOKEN}"},
-                  "prompt": "${NOT_OURS_EITHER}"}),
-        _monitor({"type": "webhook", "provider": "github", "events": ["push"],
-                  "secretEnv": "HOOK_SECRET"}, {"type": "notify"}),
+        monitor({"type": "poll", "command": "echo ${SHELL_TOK} ${HOME} ${XDG_X} $BARE",
+                 "interval": "1m", "env": {"X": "${SRC_ENV}"}},
+                action={"type": "webhook-out", "url": "https://h/${URL_TOK}",
+                        "headers": {"A": "Bearer ${HDR}"}, "secretEnv": "SIGNING"}),
+        monitor({"type": "poll-http", "url": "http://h/", "interval": "1m",
+                 "headers": {"B": "${HTTP_HDR}"}},
+                action={"type": "run", "agent": "x", "env": {"GH": "${GH_TOKEN}"},
+                        "prompt": "${NOT_OURS_EITHER}"}),
+        monitor({"type": "webhook", "provider": "github", "events": ["push"],
+                 "secretEnv": "HOOK_SECRET"}),
     ]
     toml = {"agents": {"a": {"argv": ["a"], "env": {"K": "${AGENT_KEY}"}}},
             "routines": {"r": {"argv": ["r"], "env": {"D": "x-${DEPLOY}"}}},

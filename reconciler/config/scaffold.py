@@ -26,7 +26,7 @@ EXAMPLE = f"{settings.USER_DIR}/example.yml"
 WORKFLOW = ".github/workflows/monitors.yml"
 PRE_COMMIT = ".pre-commit-config.yaml"
 
-# The hook of this project's .pre-commit-hooks.yaml (tests/test_init.py keeps them equal),
+# The hook of this project's .pre-commit-hooks.yaml (tests/cli/test_init.py keeps them equal),
 # run as a local hook from the monitors installed here: no repository URL or rev to pin.
 HOOK_ID = "monitors-lint"
 HOOK = {

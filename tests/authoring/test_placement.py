@@ -5,16 +5,16 @@ from __future__ import annotations
 import pytest
 
 from reconciler import fleet
-from reconciler.config import normalize
 from reconciler.model import DeviceName, Monitor, Scope
 from reconciler.planning import placement
+from tests.factories import monitor
 
 BASE = {"source": {"type": "poll", "command": "true", "interval": "30s"},
         "action": {"type": "notify"}}
 
 
 def mon(scope: Scope = Scope.USER, **extra: object) -> Monitor:
-    return normalize.monitor({**BASE, **extra}, name="m", scope=scope)
+    return monitor(**{**BASE, **extra}, name="m", scope=scope)
 
 
 def fl(*devices: tuple[str, bool]) -> fleet.Fleet:
@@ -68,11 +68,11 @@ def test_owner_table(monitor: Monitor, device: str, the_fleet: fleet.Fleet, runs
 def test_pause_is_not_placement() -> None:
     from reconciler.model import Pause
 
-    m = normalize.monitor(BASE, name="m", scope=SYS, pause=Pause(reason="x"))
+    m = monitor(**BASE, name="m", scope=SYS, pause=Pause(reason="x"))
     assert placement.owner_decision(m, device="solo", fleet=ONE).runs_here
 
 
 def test_pin_overlay_replaces_file_placement() -> None:
-    m = normalize.monitor({**BASE, "device": "a"}, name="m", pin={"devices": ["b"]})
+    m = monitor(**BASE, device="a", name="m", pin={"devices": ["b"]})
     got = placement.owner_decision(m, device="b", fleet=TWO_NO_HOST)
     assert got.runs_here and "allowlist" in got.reason

@@ -39,13 +39,6 @@ def wait_for(cond: Callable[[], T], *, timeout: float = WAIT, what: str = "condi
         time.sleep(0.02)
 
 
-def monitor_yaml(name: str, command: str, *, interval: str = "1s", extra: str = "") -> str:
-    """A poll monitor running ``command`` (a YAML flow list) with a notify action."""
-    return (f"name: {name}\nsource:\n  type: poll\n  command: {command}\n"
-            f"  interval: {interval}\naction:\n  type: notify\n  message: '{name} saw "
-            "{{ event }}'\n" + extra)
-
-
 def read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))

@@ -13,8 +13,10 @@ import subprocess
 import sys
 import time
 
+from reconciler.sources import pid as pid_mod
 from tests.conftest import Repo
-from tests.daemon.conftest import WAIT, Daemon, monitor_yaml, wait_for
+from tests.daemon.conftest import WAIT, Daemon, wait_for
+from tests.factories import monitor_yaml
 
 SLOW = "[sh, -c, 'sleep 30; echo done']"  # a first poll that outlasts the test
 
@@ -95,3 +97,25 @@ def test_ctrl_c_says_what_keeps_running_and_how_to_look_or_stop(detached: Repo) 
                                                   timeout=60)).returncode == 0 and r.stdout,
                      what="list")
     assert "slow" in shown
+
+
+def test_list_right_after_apply_shows_the_first_poll(repo: Repo) -> None:
+    repo.write("monitors.d/slow.yml", """
+        source: {type: poll, command: [echo, hi], interval: 1h}
+        action: {type: notify}
+    """)
+    helper = Daemon(repo)
+    try:
+        applied = helper.cli("apply", "--yes", "--wait", "15s")
+        assert "Started the daemon" in applied.stdout, applied.stdout + applied.stderr
+        assert "ok       slow" in applied.stdout, applied.stdout
+        listed = helper.cli("list")  # at once: the next coalesced flush is seconds away
+        assert "never polled" not in listed.stdout, listed.stdout
+        assert "checked 1x" in listed.stdout, listed.stdout
+        assert helper.liveness("slow").get("checkCount") == 1
+    finally:
+        lock = repo.state / "daemon.lock"
+        pid = int(lock.read_text().strip() or 0) if lock.exists() else 0
+        if pid:
+            os.kill(pid, signal.SIGTERM)
+            wait_for(lambda: not pid_mod.alive(pid), what="detached daemon exit")

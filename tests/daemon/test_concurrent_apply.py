@@ -8,7 +8,7 @@ import sys
 
 from reconciler.state import lock
 from tests.conftest import Repo
-from tests.daemon.conftest import monitor_yaml
+from tests.factories import monitor_yaml
 
 
 def test_concurrent_applies_share_one_daemon(repo: Repo) -> None:

@@ -9,7 +9,8 @@ import signal
 from collections.abc import Callable
 
 from tests.conftest import Repo
-from tests.daemon.conftest import Daemon, monitor_yaml, wait_for
+from tests.daemon.conftest import Daemon, wait_for
+from tests.factories import monitor_yaml
 
 
 def test_after_a_sigkill_list_counts_the_fire_records_and_leftovers_are_swept(

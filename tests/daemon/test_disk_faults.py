@@ -22,7 +22,8 @@ from reconciler import atomic, errors
 from reconciler.state import lock as lock_mod
 from reconciler.state import writeerrors
 from tests.conftest import Repo
-from tests.daemon.conftest import Daemon, monitor_yaml, wait_for
+from tests.daemon.conftest import Daemon, wait_for
+from tests.factories import monitor_yaml
 
 Mount = Callable[..., Path]
 
@@ -174,7 +175,7 @@ def test_write_errors_are_logged_once_and_cleared(caplog: pytest.LogCaptureFixtu
 
 def test_a_write_error_is_shown_instead_of_stalled() -> None:
     from reconciler.state import store as store_mod
-    from tests.engine.helpers import monitor
+    from tests.factories import monitor
 
     m = monitor({"type": "poll", "command": "true", "interval": "500ms"})
     stale = {"lastCheckedAt": 0.0, "checkCount": 3}  # the file kept its last good write

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Repo
-from tests.daemon.conftest import Daemon, monitor_yaml, read_json, wait_for
+from tests.daemon.conftest import Daemon, read_json, wait_for
+from tests.factories import monitor_yaml
 
 
 def test_add_edit_break_delete(repo: Repo, daemons: Callable[..., Daemon]) -> None:

@@ -8,7 +8,8 @@ import os
 from collections.abc import Callable
 
 from tests.conftest import Repo
-from tests.daemon.conftest import Daemon, monitor_yaml, wait_for
+from tests.daemon.conftest import Daemon, wait_for
+from tests.factories import monitor_yaml
 
 
 def test_a_symlink_loop_or_a_non_utf8_name_stops_nothing(

@@ -6,11 +6,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from reconciler import processes
 from reconciler.daemon import orphans
@@ -87,3 +90,85 @@ def test_an_unreadable_record_kills_nothing(tmp_path: Path) -> None:
         (tmp_path / orphans.FILE).write_text(text)
         assert orphans.reap(tmp_path) == 0
     assert sys.platform != "linux" or processes.alive(1)
+
+
+def _procs_with(marker: str) -> list[tuple[int, int]]:
+    """(pid, pgid) of live processes whose command line contains ``marker``."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if marker in cmdline and ") Z " not in stat:
+            out.append((int(entry.name), os.getpgid(int(entry.name))
+                        if _alive(int(entry.name)) else -1))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _sleeper(marker: str) -> list[tuple[int, int]]:
+    return [p for p in _procs_with(marker) if "sh -c" not in _cmd(p[0])]
+
+
+def _cmd(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def _kill_leftovers(marker: str) -> None:
+    for pid, _ in _procs_with(marker):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+FORMS = {
+    # the shell form used to escape: `sleep` survived the daemon, reparented to init
+    "poll-shell": "source: {{type: poll, command: 'sleep {secs}; echo done', interval: 2m}}",
+    "poll-list": "source: {{type: poll, command: [sleep, '{secs}'], interval: 2m}}",
+    "command-shell": "source: {{type: command, command: 'sleep {secs}; echo done'}}",
+}
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+@pytest.mark.parametrize("how", ["sigterm", "stop", "replace"])
+def test_in_flight_process_group_is_killed(repo: Repo, daemons: Callable[..., Daemon],
+                                           form: str, how: str) -> None:
+    secs = f"102.{secrets.randbelow(10**6):06d}"  # a unique command line to look for
+    doc = FORMS[form].format(secs=secs)
+    path = repo.write("monitors.d/hang.yml", f"{doc}\naction: {{type: notify}}\n")
+    try:
+        d = daemons().start()
+        found = wait_for(lambda: _sleeper(secs), what="the sleep running", log=d.log)
+        (pid, pgid), = found
+        assert pgid != os.getpgid(d.proc.pid if d.proc else 0)  # its own group
+        if how == "sigterm":
+            assert d.stop() == 0
+            assert "stopped" in d.log_text()
+        elif how == "stop":
+            path.unlink()
+            wait_for(lambda: "hang" not in d.running(), what="hang stopped", log=d.log)
+        else:
+            # a new source is a new fingerprint: the evaluator is replaced
+            path.write_text(path.read_text().replace(secs, secs + "1"))
+            wait_for(lambda: _sleeper(secs + "1"), what="the new sleep", log=d.log)
+        wait_for(lambda: not _alive(pid), timeout=10, what=f"sleep {pid} killed ({how})",
+                 log=d.log)
+        with pytest.raises(ProcessLookupError):
+            os.killpg(pgid, 0)  # nothing of its process group is left
+    finally:
+        _kill_leftovers(secs)

@@ -8,7 +8,8 @@ import signal
 from collections.abc import Callable
 
 from tests.conftest import Repo
-from tests.daemon.conftest import Daemon, monitor_yaml, wait_for
+from tests.daemon.conftest import Daemon, wait_for
+from tests.factories import monitor_yaml
 
 OPS = '[channels.ops]\nurl = "json://127.0.0.1:9/hook"\n'
 

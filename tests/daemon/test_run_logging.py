@@ -5,11 +5,13 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
 from collections.abc import Callable
 
 from reconciler.daemon import logformat
 from tests.conftest import Repo
-from tests.daemon.conftest import Daemon, monitor_yaml, wait_for
+from tests.daemon.conftest import Daemon, wait_for
+from tests.factories import monitor_yaml
 
 
 def test_log_format_json_is_one_object_a_line(repo: Repo,
@@ -75,3 +77,35 @@ def test_json_formatter_keeps_a_traceback_the_redacting_filter_turned_into_text(
     doc = json.loads(out.getvalue().splitlines()[0])
     assert "ValueError: bad token ***" in doc["exception"]
     assert "tok-3141592" not in out.getvalue()
+
+
+def test_log_names_the_monitors_that_changed_not_temp_files(
+        repo: Repo, daemons: Callable[..., Daemon]) -> None:
+    repo.write("monitors.d/base.yml", monitor_yaml("base", "[echo, base]"))
+    d = daemons().start()
+    wait_for(lambda: "base" in d.running(), what="base running", log=d.log)
+    # like `sed -i`: write a temp file with no suffix, then rename it over the target
+    temp = repo.user / "sedLw5Di2"
+    temp.write_text(monitor_yaml("fresh", "[echo, fresh]"))
+    os.replace(temp, repo.user / "fresh.yml")
+    wait_for(lambda: "fresh" in d.running(), what="fresh started", log=d.log)
+    wait_for(lambda: "reconciled (file change): started fresh; generation" in d.log_text(),
+             what="reconciled line naming fresh", log=d.log)
+    reconciled = [line for line in d.log_text().splitlines() if "reconciled" in line]
+    assert not any("sedLw5Di2" in line or "monitors.d/" in line for line in reconciled), \
+        reconciled
+    assert d.stop() == 0
+
+
+def test_update_reason_names_a_field_once_in_the_daemon_log(
+        repo: Repo, daemons: Callable[..., Daemon]) -> None:
+    base = monitor_yaml("repo-head", "[echo, a]", interval="30s")
+    repo.write("monitors.d/repo-head.yml", base + "rateLimit: {max: 5, per: 1m}\n")
+    d = daemons().start()
+    wait_for(lambda: "repo-head" in d.running(), what="running", log=d.log)
+    repo.write("monitors.d/repo-head.yml", base + "rateLimit: {max: 9, per: 2m}\n")
+    line = wait_for(lambda: next((x for x in d.log_text().splitlines()
+                                  if "update repo-head:" in x), ""),
+                    what="update logged", log=d.log)
+    # was "update repo-head: rateLimit, rateLimit changed: ..."
+    assert "update repo-head: rateLimit changed: updated in place, baseline kept" in line

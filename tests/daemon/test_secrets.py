@@ -15,7 +15,7 @@ import pytest
 from reconciler.actions.records import OUTPUT_FILE
 from tests.conftest import Repo
 from tests.daemon.conftest import Daemon, read_json, wait_for
-from tests.engine.helpers import http_server, reply
+from tests.helpers import http_server, reply
 
 TOKEN = "s3cr3t-value"  # echoed by a poll command and a run action
 HEADER = "h3ader-t0ken-42"  # sent as a poll-http header, echoed by the endpoint

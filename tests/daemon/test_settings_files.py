@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tests.conftest import Repo
-from tests.daemon.conftest import Daemon, monitor_yaml
+from tests.daemon.conftest import Daemon
+from tests.factories import monitor_yaml
 
 TYPOS = 'devce = "x"\n[daemon]\nresyncc = "10s"\n[agentz.foo]\nargv = ["a"]\n'
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tests.conftest import Repo
-from tests.daemon.conftest import Daemon, monitor_yaml, wait_for
+from tests.daemon.conftest import Daemon, wait_for
+from tests.factories import monitor_yaml
 
 
 def test_stop_ends_the_daemon_cleanly_and_is_idempotent(

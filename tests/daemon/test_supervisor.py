@@ -6,7 +6,6 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from reconciler.config import normalize
 from reconciler.daemon import evaluator, supervisor
 from reconciler.events import Event
 from reconciler.model import Monitor, MonitorName
@@ -16,6 +15,7 @@ from reconciler.planning import plan as plan_mod
 from reconciler.sources.context import SourceContext
 from reconciler.state import registry
 from reconciler.state import store as store_mod
+from tests.factories import monitor
 
 
 class Recorder:
@@ -47,10 +47,8 @@ class OrderedEngine(evaluator.Engine):
 
 
 def mon(name: str, word: str) -> Monitor:
-    return normalize.monitor({"source": {"type": "poll", "command": ["echo", word],
-                                         "interval": "1h"},
-                              "action": {"type": "notify"}}, name=name,
-                             origin=Path(f"/r/monitors.d/{name}.yml"))
+    return monitor({"type": "poll", "command": ["echo", word], "interval": "1h"}, name=name,
+                   origin=f"/r/monitors.d/{name}.yml")
 
 
 def plan_for(desired: list[Monitor], reg: registry.Registry) -> plan_mod.Plan:

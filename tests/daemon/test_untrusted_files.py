@@ -8,7 +8,8 @@ import json
 from collections.abc import Callable
 
 from tests.conftest import Repo
-from tests.daemon.conftest import Daemon, monitor_yaml, wait_for
+from tests.daemon.conftest import Daemon, wait_for
+from tests.factories import monitor_yaml
 
 
 def test_a_file_made_world_writable_keeps_its_last_applied_version(

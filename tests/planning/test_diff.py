@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 
 from reconciler import fleet
-from reconciler.config import normalize
 from reconciler.model import Monitor, MonitorName, Pause, Scope
 from reconciler.planning import desired as desired_mod
 from reconciler.planning import placement
@@ -16,20 +15,16 @@ from reconciler.planning import plan as plan_mod
 from reconciler.planning import saved as saved_mod
 from reconciler.planning.diff import ChangeKind, diff
 from reconciler.state import registry
+from tests.factories import monitor
 
 
 def mon(name: str, *, command: str = "echo hi", interval: str = "30s", match: str | None = None,
         rate: dict[str, Any] | None = None, origin: str | None = None, **extra: Any) -> Monitor:
-    doc: dict[str, Any] = {
-        "source": {"type": "poll", "command": command, "interval": interval},
-        "action": {"type": "notify"},
-    }
-    if match is not None:
-        doc["condition"] = {"mode": "match", "match": match}
     if rate is not None:
-        doc["rateLimit"] = rate
-    doc.update(extra)
-    return normalize.monitor(doc, name=name, origin=Path(origin or f"monitors.d/{name}.yml"))
+        extra["rateLimit"] = rate
+    return monitor({"type": "poll", "command": command, "interval": interval}, name=name,
+                   condition=None if match is None else {"mode": "match", "match": match},
+                   origin=origin or f"monitors.d/{name}.yml", **extra)
 
 
 def N(name: str) -> MonitorName:
@@ -100,11 +95,9 @@ def test_invalid_file_keeps_last_applied_version() -> None:
 
 def test_paused_running_monitor_stops_with_overlay_reason() -> None:
     m = mon("a")
-    paused = normalize.monitor({"source": {"type": "poll", "command": "echo hi",
-                                           "interval": "30s"},
-                                "action": {"type": "notify"}}, name="a",
-                               pause=Pause(reason="noisy", until="2030-01-01T00:00:00Z"),
-                               overlay=Path("monitors.d/overlays/a.yml"))
+    paused = monitor({"type": "poll", "command": "echo hi", "interval": "30s"}, name="a",
+                     pause=Pause(reason="noisy", until="2030-01-01T00:00:00Z"),
+                     overlay=Path("monitors.d/overlays/a.yml"))
     desired = desired_mod.desired_set({N("a"): paused}, owner=lambda _: placement.Placement(
         True, None, "here"))
     changes = diff(desired.monitors, {N("a"): m}, excluded=desired.excluded)
@@ -199,9 +192,8 @@ def test_saved_plan_staleness() -> None:
 
 def test_registry_round_trip(tmp_path: Path) -> None:
     m = mon("a", rate={"max": 2, "per": "5m"}, labels={"team": "x"}, device="me")
-    m2 = normalize.monitor({"source": {"type": "file", "path": "x"}, "action": {"type": "notify"}},
-                           name="b", scope=Scope.SYSTEM, pause=Pause(reason="r"),
-                           overlay=Path("o.yml"))
+    m2 = monitor({"type": "file", "path": "x"}, name="b", scope=Scope.SYSTEM,
+                 pause=Pause(reason="r"), overlay=Path("o.yml"))
     reg = registry.Registry(entries={N("a"): registry.Entry(m, 2, "t"),
                                      N("b"): registry.Entry(m2, 1, "u")},
                             generation=2, commit="abc", device="me", running=True)

@@ -1,15 +1,13 @@
-"""Regression tests: the per-field diff of a plan shows every changed field, and the
-text plan shows durations as durations (JSON keeps seconds); a saved plan is tied to
-whether the daemon ran."""
+"""The per-field diff of a plan: every changed field is shown, and named once in the
+reason; the text plan shows durations as durations (JSON keeps seconds); a saved plan
+is tied to whether the daemon ran."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
-from reconciler.config import normalize
 from reconciler.model import Monitor, MonitorName
 from reconciler.planning import desired as desired_mod
 from reconciler.planning import placement
@@ -17,6 +15,7 @@ from reconciler.planning import plan as plan_mod
 from reconciler.planning import saved as saved_mod
 from reconciler.planning.diff import ChangeKind, diff
 from reconciler.render import plan as render
+from tests.factories import monitor
 
 
 def mon(name: str = "ci", **extra: Any) -> Monitor:
@@ -30,7 +29,7 @@ def mon(name: str = "ci", **extra: Any) -> Monitor:
             doc[key] = {**doc[key], **value}
         else:
             doc[key] = value
-    return normalize.monitor(doc, name=name, origin=Path(f"monitors.d/{name}.yml"))
+    return monitor(**doc, name=name, origin=f"monitors.d/{name}.yml")
 
 
 def fields(old: Monitor, new: Monitor) -> list[tuple[str, Any, Any]]:
@@ -115,3 +114,13 @@ def test_a_saved_plan_is_stale_when_the_daemon_stopped_since() -> None:
         "the daemon was not running when the plan was made and is now (pid 4242)"]
     legacy = {k: v for k, v in made.to_json().items() if k != "daemon"}
     assert saved_mod.stale_reasons(saved_mod.SavedPlan.from_json(legacy), now) == []
+
+
+def test_update_reason_names_each_changed_field_once() -> None:
+    old = monitor(name="repo-head", rateLimit={"max": 5, "per": "1m"}, labels={"a": "1"})
+    new = monitor(name="repo-head", rateLimit={"max": 9, "per": "2m"}, labels={"a": "2"})
+    [change] = diff({old.name: new}, {old.name: old})
+    assert change.action is ChangeKind.UPDATE
+    # was "labels, rateLimit, rateLimit changed": rateLimit.max and rateLimit.per
+    assert change.reason == "labels, rateLimit changed: updated in place, baseline kept"
+    assert [f.path for f in change.fields] == ["labels.a", "rateLimit.max", "rateLimit.per"]

@@ -6,6 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT, Repo, run_cli
 
 MON = """\
@@ -190,3 +192,79 @@ def test_list_fits_100_columns_and_wide_and_json_keep_everything(repo: Repo) -> 
     row = doc["monitors"][0]
     assert set(row) >= {"name", "source", "condition", "action", "owner", "livenessText"}
     assert row["source"].startswith("poll: sh -c gh pr checks")
+
+
+TOML_ERRORS = {
+    "channel-attempts": ('[channels.phone]\nurl = "json://localhost"\nmaxAttempts = 50\n',
+                         "monitors.toml:3:15: channels.phone.maxAttempts: 50 is greater than "
+                         "the maximum of 20"),
+    "owner-ghost": ('[owner]\nchannels = ["ghost"]\n',
+                    "monitors.toml:2:1: owner.channels: unknown channel 'ghost'"),
+    "unknown-key": ('[daemon]\nresyncc = "10s"\n',
+                    "monitors.toml:2:1: daemon.resyncc: unknown field 'resyncc' (did you mean "
+                    "'resync'?)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TOML_ERRORS))
+def test_plan_and_apply_refuse_an_invalid_monitors_toml(repo: Repo, case: str) -> None:
+    toml, message = TOML_ERRORS[case]
+    repo.write("monitors.d/alpha.yml", MON.format(word="alpha"))
+    repo.write("monitors.d/beta.yml", MON.format(word="beta"))
+    repo.write("monitors.toml", toml)
+    assert run_cli(["lint"], repo=repo).exit_code == 1
+    r = run_cli(["plan"], repo=repo)  # printed "Plan: 2 to start" and exited 0
+    assert r.exit_code == 1, r.output
+    [line] = r.stderr.strip().splitlines()
+    assert line.startswith("error: ") and message in line, line
+    assert "Plan:" not in r.stdout
+    assert run_cli(["plan", "--json"], repo=repo).exit_code == 1
+    applied = run_cli(["apply", "--yes"], repo=repo)  # used to start a daemon that exits 1
+    assert applied.exit_code == 1 and applied.stderr.strip() == line
+    assert not (repo.state / "daemon.log").exists()  # no daemon was started
+
+
+@pytest.mark.parametrize("action,field,message", [
+    ("{type: notify, channel: nope}", "action.channel", "unknown channel 'nope'"),
+    ("{type: routine, routine: nope}", "action.routine", "unknown routine 'nope'"),
+    ("{type: run, agent: nope, prompt: hi}", "action.agent", "unknown agent 'nope'"),
+])
+def test_plan_holds_a_monitor_naming_an_undefined_reference(
+        repo: Repo, action: str, field: str, message: str) -> None:
+    repo.write("monitors.d/alpha.yml", MON.format(word="alpha"))
+    repo.write("monitors.d/bad.yml",
+               f"source: {{type: poll, command: [echo, b], interval: 30s}}\naction: {action}\n")
+    lint = run_cli(["lint"], repo=repo)
+    assert lint.exit_code == 1 and "[unknown-reference]" in lint.stdout
+    r = run_cli(["plan"], repo=repo)  # used to plan "+ bad will be started", exit 0
+    assert r.exit_code == 1, r.output
+    assert "+ alpha will be started" in r.stdout
+    assert "+ bad" not in r.stdout
+    [held] = [line for line in r.stdout.splitlines() if "bad: " in line]
+    assert held.strip().startswith("bad: file is invalid, never applied: ")
+    assert "monitors.d/bad.yml:2:" in held
+    assert f"error: {field}: {message}" in held and held.endswith("[unknown-reference]")
+    assert r.stdout.rstrip().endswith("1 file has errors (`monitors lint` shows them).")
+    doc = json.loads(run_cli(["plan", "--json"], repo=repo).stdout)
+    assert [c["name"] for c in doc["changes"]] == ["alpha"]
+    [error_file] = doc["errorFiles"]
+    assert error_file.endswith("monitors.d/bad.yml")
+
+
+def test_a_defined_channel_is_not_an_unknown_reference(repo: Repo) -> None:
+    repo.write("monitors.toml", '[channels.phone]\nurl = "json://localhost"\n')
+    repo.write("monitors.d/alpha.yml",
+               "source: {type: poll, command: [echo, a], interval: 30s}\n"
+               "action: {type: notify, channel: phone}\n")
+    r = run_cli(["plan", "--detailed-exitcode"], repo=repo)
+    assert r.exit_code == 2, r.output
+    assert "+ alpha will be started" in r.stdout
+
+
+def test_plan_with_a_missing_user_layer_exits_1(repo: Repo) -> None:
+    repo.write("monitors.d/alpha.yml", MON.format(word="alpha"))
+    repo.write("monitors.toml", '[layers]\nuser = "nope.d"\n')
+    r = run_cli(["plan"], repo=repo)  # planned nothing and exited 0
+    assert r.exit_code == 1, r.output
+    assert "layers.user: directory nope.d does not exist [missing-layer]" in r.stdout
+    assert r.stdout.rstrip().endswith("1 file has errors (`monitors lint` shows them).")

@@ -1,6 +1,6 @@
-"""Bug fixes at the source edge: user input never escapes as a foreign exception,
-shell start failures are check errors, polls leave no process behind, endless
-output is an observation."""
+"""The source edge refuses and bounds: user input never escapes as a foreign exception,
+shell start failures are check errors, polls leave no process behind, endless output
+is an observation."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ from reconciler.fleet import Device, Fleet
 from reconciler.model import DeviceName, Monitor, Observation
 from reconciler.sources import registry as source_types
 from reconciler.sources.context import SourceContext
-from tests.engine.helpers import monitor
-from tests.engine.test_sources_process import observe_poll, wait_dead
+from tests.factories import monitor
+from tests.sources.test_process import observe_poll, wait_dead
 
 
 def observe(m: Monitor, **ctx_args: Any) -> Observation:
@@ -235,7 +235,7 @@ def test_short_overflow_that_exits_keeps_its_exit_code() -> None:
 
 
 def test_redirect_to_a_bad_port_is_a_transient_url_error() -> None:
-    from tests.engine.helpers import http_server, reply
+    from tests.helpers import http_server, reply
 
     def bad(h: Any) -> None:
         reply(h, 302, b"", {"Location": "http://127.0.0.1:99999/x"})

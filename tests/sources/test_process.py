@@ -16,7 +16,7 @@ from reconciler import errors
 from reconciler.model import Observation
 from reconciler.sources import Started, command, pid, poll
 from reconciler.sources.context import SourceContext
-from tests.engine.helpers import monitor
+from tests.factories import monitor
 
 
 def ctx() -> SourceContext:
@@ -266,3 +266,45 @@ def test_command_exit_with_background_grandchild_still_restarts(tmp_path: Path) 
         for line in pidfile.read_text().split():
             with contextlib.suppress(Exception):
                 os.kill(int(line), signal.SIGKILL)
+
+
+def test_cancel_while_spawning_kills_the_process_group(tmp_path: Path) -> None:
+    from reconciler.sources import process
+
+    pidfile = tmp_path / "pid"
+
+    async def go() -> None:
+        spec = {"command": f"sleep 300 & echo $! > {pidfile}; wait"}
+        task = asyncio.ensure_future(process.spawn(spec))
+        await asyncio.sleep(0)  # the child is being set up
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(go())
+    # either the shell never got as far as the background sleep, or it is killed
+    deadline = asyncio.run(_wait_pidfile(pidfile))
+    if deadline is not None:
+        assert _wait_dead(deadline), "the background sleep outlived a cancelled spawn"
+
+
+async def _wait_pidfile(path: Path) -> int | None:
+    for _ in range(50):
+        if path.exists() and path.read_text().strip():
+            return int(path.read_text())
+        await asyncio.sleep(0.02)
+    return None
+
+
+def _wait_dead(pid: int) -> bool:
+    import time
+
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.02)
+    os.kill(pid, 9)
+    return False

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from reconciler.daemon.scheduler import Scheduler
-from tests.engine.helpers import FakeClock
+from tests.helpers import FakeClock
 
 
 def test_order_cancel_replace() -> None:

@@ -18,7 +18,7 @@ from reconciler.events import Event
 from reconciler.model import MonitorName
 from reconciler.state import lock, records
 from reconciler.state import store as store_mod
-from tests.engine.helpers import monitor
+from tests.factories import monitor
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,7 +8,7 @@ import pytest
 
 from reconciler import conditions
 from reconciler.model import Monitor, Observation
-from tests.engine.helpers import monitor
+from tests.factories import monitor
 
 SRC = {"type": "poll", "command": "true", "interval": "30s"}
 

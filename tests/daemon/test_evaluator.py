@@ -20,7 +20,8 @@ from reconciler.model import Monitor, Observation
 from reconciler.sources import poll as poll_source
 from reconciler.sources.context import SourceContext
 from reconciler.state import store as store_mod
-from tests.engine.helpers import FakeClock, Recorder, monitor, until
+from tests.factories import monitor
+from tests.helpers import FakeClock, Recorder, until
 
 
 class Scripted:
@@ -451,7 +452,7 @@ def test_http_polls_in_flight_are_capped(tmp_path: Path) -> None:
     import http.server
     import threading
 
-    from tests.engine.helpers import http_server, reply
+    from tests.helpers import http_server, reply
 
     lock = threading.Lock()
     state = {"now": 0, "max": 0, "total": 0}

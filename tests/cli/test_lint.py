@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Repo, console_script, run_cli
+from tests.conftest import ROOT, Repo, console_script, run_cli
 
 GOOD = "source: {type: file, path: /etc/hostname}\naction: {type: notify}\n"
 WARN = "enabled: yes\n" + GOOD
@@ -253,7 +253,7 @@ def test_pre_commit_hook_definition() -> None:
 
     import yaml
 
-    root = Path(__file__).resolve().parent.parent
+    root = ROOT
     hooks = yaml.safe_load((root / ".pre-commit-hooks.yaml").read_text())
     [hook] = [h for h in hooks if h["id"] == "monitors-lint"]
     assert hook["entry"] == "monitors lint" and hook["language"] == "python"

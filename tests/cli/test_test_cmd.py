@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
 
-from reconciler.config import normalize
 from reconciler.state import store as store_mod
 from tests.conftest import Repo, run_cli
+from tests.factories import monitor
 
 CI_RED = """
 source:
@@ -167,9 +168,8 @@ def test_replay_bad_file_is_one_line(repo: Repo) -> None:
 
 
 def test_ignore_end_to_end_in_engine_normalization() -> None:
-    m = normalize.monitor({"source": {"type": "poll", "command": "x", "interval": 5},
-                           "condition": {"ignore": ["a+"]}, "action": {"type": "notify"}},
-                          name="n")
+    m = monitor({"type": "poll", "command": "x", "interval": 5},
+                condition={"ignore": ["a+"]}, name="n")
     assert m.condition.ignore == ("a+",)
 
 
@@ -225,3 +225,59 @@ def test_replay_of_an_endless_or_blocking_file_is_refused_quickly(repo: Repo,
     big.write_bytes(b"#" * (2 << 20))
     r = run_cli(["test", "ci-red", "--replay", str(big)], repo=repo)
     assert r.exit_code == 1 and "larger than 1048576 bytes" in r.stderr
+
+
+SPINNER = "{% for i in range(9999) %}{% for j in range(9999) %}{% endfor %}{% endfor %}done"
+
+
+def test_cli_test_bad_url_is_one_line_exit_1(repo: Repo) -> None:
+    repo.write("monitors.d/port.yml", """
+        source: {type: poll-http, url: "http://127.0.0.1:99999/", interval: 30s}
+        action: {type: notify}
+    """)
+    r = run_cli(["test", "port"], repo=repo)
+    assert r.exit_code == 1, r.output
+    assert r.stderr.strip().count("\n") == 0 and "Traceback" not in r.output
+    # lint (config) or the source edge (``url:``) may refuse it: either way one line.
+    assert "99999" in r.stderr and ("source check failed: url:" in r.stderr
+                                    or "is invalid" in r.stderr)
+
+
+def test_cli_test_freezing_template_is_a_clear_error(repo: Repo) -> None:
+    repo.write("monitors.d/spin.yml", f"""
+        source: {{type: poll, command: "echo x", interval: 30s}}
+        condition: {{mode: every}}
+        action: {{type: notify, message: "{SPINNER}"}}
+    """)
+    started = time.monotonic()
+    r = run_cli(["test", "spin"], repo=repo)
+    assert time.monotonic() - started < 60
+    assert r.exit_code == 1, r.output
+    assert "spin: the action would fail: template: render budget exceeded" in r.stderr
+    assert "error: template: render budget exceeded" in r.stdout
+    j = run_cli(["test", "spin", "--json"], repo=repo)
+    assert j.exit_code == 1
+    assert "render budget exceeded" in json.loads(j.stdout)["action"]["error"]
+
+
+MON = """\
+source:
+  type: poll
+  command: [echo, {word}]
+  interval: 30s
+action:
+  type: notify
+"""
+
+
+def test_replay_errors_and_display_count_steps_from_1(repo: Repo) -> None:
+    repo.write("monitors.d/alpha.yml", MON.format(word="alpha"))
+    script = repo.root / "replay.yml"
+    script.write_text("steps:\n  - text: a\n  - text: b\n  - text: c\n  - {fire: true}\n")
+    r = run_cli(["test", "alpha", "--replay", str(script)], repo=repo)
+    assert r.exit_code == 1
+    assert r.stderr.strip() == f"error: {script}: steps[4]: give exactly one of text or error"
+    script.write_text("steps:\n  - text: a\n  - text: b\n  - text: c\n  - text: d\n")
+    shown = run_cli(["test", "alpha", "--replay", str(script)], repo=repo)
+    rows = [line.split()[0] for line in shown.stdout.splitlines()[1:5]]
+    assert rows == ["1", "2", "3", "4"], shown.stdout

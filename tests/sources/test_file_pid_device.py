@@ -19,7 +19,8 @@ from reconciler.model import DeviceName, Monitor, Observation
 from reconciler.sources import registry as source_types
 from reconciler.sources.context import SourceContext
 from reconciler.state import store as store_mod
-from tests.engine.helpers import free_port, monitor
+from tests.factories import monitor
+from tests.helpers import free_port
 
 
 def observe(m: Monitor, **ctx_args: Any) -> Observation:

@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 
 from reconciler import settings
-from reconciler.config import normalize
 from reconciler.sources import registry as source_types
 from reconciler.sources.context import SourceContext
+from tests import factories
 from tests.conftest import Repo
 
 
 def observe(repo: Repo, source: dict[str, object]) -> str:
     cfg = settings.load(root=repo.root)
-    monitor = normalize.monitor({"source": source, "action": {"type": "notify"}}, name="m")
+    monitor = factories.monitor(source)
 
     async def go() -> str:
         ctx = SourceContext.create(settings=cfg, dry_run=True)

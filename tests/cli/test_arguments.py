@@ -198,3 +198,24 @@ def test_the_issue_inputs_through_a_real_argv(one: Repo, argv: list[bytes], line
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr.decode().splitlines() == [line]
     assert _tree(one.root) == before
+
+
+MON = """\
+source:
+  type: poll
+  command: [echo, {word}]
+  interval: 30s
+action:
+  type: notify
+"""
+
+
+@pytest.mark.parametrize("command", ["runs", "logs"])
+@pytest.mark.parametrize("limit", ["0", "-3"])
+def test_limit_below_1_is_a_usage_error(repo: Repo, command: str, limit: str) -> None:
+    repo.write("monitors.d/alpha.yml", MON.format(word="alpha"))
+    r = run_cli([command, "alpha", "--limit", limit], repo=repo)  # said "no fires yet"
+    assert r.exit_code == 1
+    assert "no fires yet" not in r.stdout
+    assert "--limit" in r.stderr and "x>=1" in r.stderr
+    assert run_cli([command, "alpha", "--limit", "1"], repo=repo).exit_code == 0

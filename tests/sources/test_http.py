@@ -14,7 +14,8 @@ from reconciler import errors
 from reconciler.model import Observation
 from reconciler.sources import http
 from reconciler.sources.context import SourceContext
-from tests.engine.helpers import endless_server, free_port, http_server, monitor, reply, rss_bytes
+from tests.factories import monitor
+from tests.helpers import endless_server, free_port, http_server, reply, rss_bytes
 
 
 def ok(h: http.server.BaseHTTPRequestHandler) -> None:
