@@ -19,22 +19,21 @@ from typing import Any
 import pytest
 
 from reconciler.actions import dispatch, options
-from reconciler.config import normalize
 from reconciler.events import Event
+from reconciler.model import Monitor
 from reconciler.state.store import Store
+from tests import factories
 
 
 def monitor(action: Mapping[str, Any], *, name: str = "mon", rate_limit: Any = None,
-            description: str = "a test monitor"):  # type: ignore[no-untyped-def]
-    """A resolved Monitor with a poll source and ``action`` (schema form)."""
-    doc: dict[str, Any] = {
-        "description": description,
-        "source": {"type": "poll", "command": ["true"], "interval": "30s"},
-        "action": dict(action),
-    }
+            description: str = "a test monitor") -> Monitor:
+    """A resolved Monitor with a poll source every 30s and ``action`` (schema form): the
+    shared factory (``tests.factories``) with the defaults these tests use."""
+    extra: dict[str, Any] = {"description": description}
     if rate_limit:
-        doc["rateLimit"] = rate_limit
-    return normalize.monitor(doc, name=name)
+        extra["rateLimit"] = rate_limit
+    return factories.monitor({"type": "poll", "command": ["true"], "interval": "30s"},
+                             name=name, action=action, **extra)
 
 
 def event(mon: Any, summary: str = "CI failed", *, observation: str = "build 7: fail") -> Event:

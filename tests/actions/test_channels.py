@@ -12,7 +12,7 @@ import pytest
 from reconciler.actions import channels
 from tests.actions.conftest import Receiver, refused_port
 from tests.conftest import Repo, console_script, run_cli
-from tests.engine.helpers import endless_server
+from tests.helpers import endless_server
 
 GOOD = "source: {type: file, path: /etc/hostname}\naction: {type: notify}\n"
 

@@ -196,3 +196,20 @@ def test_restart_does_not_reset_the_window(store: Store) -> None:
         return [g.allow_fire(mon, event(mon)) for _ in range(3)]
 
     assert asyncio.run(resume()) == [True, True, False]  # resume starts a fresh window
+
+
+def test_autopause_calls_the_hook_once(tmp_path: Path) -> None:
+    mon = monitor({"type": "notify"}, name="firehose", rate_limit={"max": 2, "per": "1m"})
+    seen: list[str] = []
+
+    async def go() -> list[bool]:
+        store = Store(tmp_path / "state")
+        d = make_dispatcher(store)
+        g = guards.build(store, d)
+        g.on_autopause = seen.append
+        allowed = [g.allow_fire(mon, event(mon)) for _ in range(5)]
+        assert await d.drain(10)
+        return allowed
+
+    assert asyncio.run(go()) == [True, True, False, False, False]
+    assert seen == ["firehose"]

@@ -20,7 +20,7 @@ from tests.actions.conftest import (
     record,
     refused_port,
 )
-from tests.engine.helpers import endless_server, rss_bytes
+from tests.helpers import endless_server, rss_bytes
 
 
 def test_log_channel_is_the_default(store: Store, caplog: pytest.LogCaptureFixture) -> None:

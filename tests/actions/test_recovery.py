@@ -228,3 +228,39 @@ while not os.path.exists(os.environ["GATE"]) and time.monotonic() < deadline:
     assert rec is not None and rec["status"] == "interrupted"
     assert "outcome unknown; not re-spawned (at-most-once)" in rec["reason"]
     assert runs.read_text() == "run\n"  # spawned once, never again
+
+
+def test_resend_after_a_crash_carries_the_attempt_count(tmp_path: Path,
+                                                        receiver: Receiver) -> None:
+    state = tmp_path / "state"
+    mon = monitor({"type": "webhook-out", "url": receiver.url}, name="hook")
+    ev = event(mon)
+    receiver.script = [(503, {})]  # attempt 1 fails; the "crash" comes in the backoff
+
+    async def first_life() -> None:
+        store = Store(state)
+        fire(store, mon, ev)
+        d = make_dispatcher(store, backoff_base=30.0, backoff_cap=30.0)
+        await d.dispatch(mon, ev)
+        while not receiver.requests:
+            await asyncio.sleep(0.01)
+        await d.close()
+
+    asyncio.run(asyncio.wait_for(first_life(), 20))
+    # each attempt is recorded before its request: what a SIGKILL would leave behind
+    assert record(Store(state), mon, ev)["attempts"] == 1
+
+    async def second_life() -> list[recovery.Recovered]:
+        store = Store(state)
+        d = make_dispatcher(store)
+        out = await recovery.recover(store, {"hook": mon}, d)
+        assert await d.drain(20)
+        await d.close()
+        return out
+
+    assert [r.outcome for r in asyncio.run(second_life())] == ["resent"]
+    sent = receiver.wait_for(2)
+    assert [r.headers["X-Monitors-Attempt"] for r in sent] == ["1", "2"]
+    assert {r.headers["Idempotency-Key"] for r in sent} == {ev.id}
+    rec = record(Store(state), mon, ev)
+    assert rec["status"] == "succeeded" and rec["attempts"] == 2

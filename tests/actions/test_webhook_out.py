@@ -22,7 +22,7 @@ from tests.actions.conftest import (
     record,
     refused_port,
 )
-from tests.engine.helpers import endless_server, rss_bytes
+from tests.helpers import endless_server, rss_bytes
 
 SECRET = "hook-secret-value"
 
