@@ -99,7 +99,8 @@ def _procs_with(marker: str) -> list[tuple[int, int]]:
         if not entry.name.isdigit():
             continue
         try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            raw = (entry / "cmdline").read_bytes()
+            cmdline = raw.replace(b"\0", b" ").decode(errors="replace")
             stat = (entry / "stat").read_text()
         except OSError:
             continue
@@ -125,7 +126,8 @@ def _sleeper(marker: str) -> list[tuple[int, int]]:
 
 def _cmd(pid: int) -> str:
     try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+        return raw.replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
 
