@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from reconciler import errors, settings
-from reconciler.config import authoring
+from reconciler.config.authoring import arguments
 from tests.conftest import ROOT, console_script, run_cli
 
 
@@ -91,7 +91,7 @@ def test_device_pattern_is_the_fleet_schema_pattern() -> None:
     schema = json.loads((ROOT / "reconciler/schemas/fleet.schema.json").read_text())
     pattern = schema["properties"]["devices"]["items"]["properties"]["name"]["pattern"]
     assert pattern == settings.DEVICE_PATTERN
-    assert authoring.DEVICE_RE.pattern == pattern
+    assert arguments.DEVICE_RE.pattern == pattern
 
 
 def test_view_refuses_a_negative_fire_count() -> None:

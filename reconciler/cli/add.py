@@ -24,7 +24,8 @@ from reconciler import fleet as fleet_mod
 from reconciler.actions import registry as actions_registry
 from reconciler.cli.overlay_cmds import load, run_apply, settings_of, shown
 from reconciler.cli.params import INTEGER
-from reconciler.config import authoring, normalize, writer
+from reconciler.config import normalize, writer
+from reconciler.config.authoring import adddoc, arguments, duplicates, locate
 from reconciler.planning import placement
 from reconciler.settings import Settings
 from reconciler.sources import registry as source_types
@@ -149,7 +150,7 @@ def _action_options(f: Callable[..., Any]) -> Callable[..., Any]:
 def command(ctx: click.Context, /, **params: Any) -> int:
     """Write a new monitor file monitors.d/NAME.yml from flags, then lint it."""
     settings = settings_of(ctx)
-    req = authoring.AddRequest(
+    req = adddoc.AddRequest(
         name=params["name"],
         sources={kind: tuple(v) if flag.multiple or flag.nargs > 1 else v
                  for kind, flag in source_types.add_flags()
@@ -157,16 +158,16 @@ def command(ctx: click.Context, /, **params: Any) -> int:
         on_change=params["on_change"], match=params["match"],
         every=params["every"], dedupe_key=params["dedupe_key"],
         prompt=params["prompt"], device=params["device"],
-        devices=authoring.split_devices(params["devices"]) if params["devices"] else (),
+        devices=arguments.split_devices(params["devices"]) if params["devices"] else (),
         rate_limit=params["rate_limit"], interval=params["interval"],
         description=params["description"], labels=tuple(params["labels"]),
         force=params["force"],
         **{kind.ADD.param: params[kind.ADD.param] for kind in actions_registry.TYPES.values()},
     )
-    doc = authoring.build_doc(req)
+    doc = adddoc.build_doc(req)
     monitor = normalize.monitor(doc, name=req.name)
     loaded = load(settings)
-    found = authoring.find(settings, req.name, loaded=loaded)
+    found = locate.find(settings, req.name, loaded=loaded)
     if found.user is not None:
         raise errors.UsageError(
             f"a monitor named {req.name!r} already exists ({shown(settings, found.user)}); "
@@ -178,7 +179,7 @@ def command(ctx: click.Context, /, **params: Any) -> int:
             "or pass --force to shadow it with this user monitor (it then no longer follows "
             "upstream)"
         )
-    dupes = [c for c in authoring.conflicts(settings, monitor, loaded=loaded)
+    dupes = [c for c in duplicates.conflicts(settings, monitor, loaded=loaded)
              if c.kind == "behaviour"]
     if dupes and not req.force:
         raise errors.UsageError(
@@ -190,7 +191,7 @@ def command(ctx: click.Context, /, **params: Any) -> int:
         doc["allowDuplicate"] = True
     path = settings.user_dir / f"{req.name}.yml"
     text = writer.monitor_yaml(doc, root=settings.root, target=path,
-                               command=authoring.command_line(_command_words(params)))
+                               command=arguments.command_line(_command_words(params)))
     created_dirs = [d for d in (path.parent, *path.parent.parents) if not d.exists()]
     writer.atomic_write(path, text)
     _lint_or_undo(settings, path, created_dirs, name=req.name)

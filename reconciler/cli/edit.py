@@ -19,7 +19,7 @@ import click
 
 from reconciler import errors
 from reconciler.cli.overlay_cmds import load, settings_of, shown
-from reconciler.config import authoring
+from reconciler.config.authoring import arguments, locate, userfiles
 
 
 def editor_argv(*, interactive: bool | None = None) -> list[str]:
@@ -66,10 +66,10 @@ def _stdin_is_terminal() -> bool:
 @click.pass_context
 def command(ctx: click.Context, name: str, yes: bool) -> int:
     """Open monitors.d/NAME.yml in $EDITOR, then lint it (exit 1 on errors)."""
-    authoring.check_name(name)
+    arguments.check_name(name)
     editor = editor_argv()  # before anything is created: fail at once without one
     settings = settings_of(ctx)
-    found = authoring.find(settings, name, loaded=load(settings))
+    found = locate.find(settings, name, loaded=load(settings))
     created = False
     if found.user is not None:
         target = found.user
@@ -86,8 +86,8 @@ def command(ctx: click.Context, name: str, yes: bool) -> int:
             if not accepted:
                 raise errors.UsageError(f"edit {name}: not edited, no user copy created (--yes "
                                         "accepts without a terminal)")
-        target = authoring.copy_builtin(settings, name, found.system,
-                                        command=authoring.command_line(["edit", name]))
+        target = userfiles.copy_builtin(settings, name, found.system,
+                                        command=arguments.command_line(["edit", name]))
         created = True
         click.echo(f"created {shown(settings, target)} (shadows {shown(settings, found.system)})")
     else:

@@ -17,7 +17,8 @@ from typing import Any
 import click
 
 from reconciler import errors
-from reconciler.config import authoring, gitrepo, writer
+from reconciler.config import gitrepo, writer
+from reconciler.config.authoring import arguments, overlayedit
 from reconciler.settings import Settings
 
 APPLY_WAIT = 30.0
@@ -107,7 +108,7 @@ def _targets(ctx: click.Context, name: str | None, labels: Sequence[str]
     """
     settings = settings_of(ctx)
     loaded = load(settings)
-    names = authoring.targets(settings, name=name, labels=labels, loaded=loaded)
+    names = overlayedit.targets(settings, name=name, labels=labels, loaded=loaded)
     return settings, loaded, names
 
 
@@ -170,15 +171,15 @@ def pause(ctx: click.Context, name: str | None, labels: tuple[str, ...], until: 
     it last until `monitors resume`.
     """
     settings, _, names = _targets(ctx, name, labels)
-    expiry = authoring.until_arg(until)
+    expiry = overlayedit.until_arg(until)
     words = ["pause", *_words(name, labels)]
     if until is not None:
         words += ["--until", until]
     if reason is not None:
         words += ["--reason", reason]
-    done = authoring.pause(settings, names, reason=reason, until=expiry,
-                           author=gitrepo.author(settings),
-                           command=authoring.command_line(words))
+    done = overlayedit.pause(settings, names, reason=reason, until=expiry,
+                             author=gitrepo.author(settings),
+                             command=arguments.command_line(words))
     lines = []
     for d in done:
         tail = (f" until {d.pause.until}" if d.pause.until else "") + (
@@ -223,11 +224,11 @@ def resume(ctx: click.Context, name: str | None, labels: tuple[str, ...], commit
     from reconciler.state import store as store_mod
 
     settings, loaded, names = _targets(ctx, name, labels)
-    command = authoring.command_line(["resume", *_words(name, labels)])
+    command = arguments.command_line(["resume", *_words(name, labels)])
     store = store_mod.Store(settings.state_dir)
     rows, lines, paths = [], [], []
     for n in names:
-        had_pause = isinstance(authoring.current_overlay(settings, n).get("pause"), dict)
+        had_pause = isinstance(overlayedit.current_overlay(settings, n).get("pause"), dict)
         path = writer.overlay_path(settings, n)
         kept = None
         if had_pause:
@@ -280,16 +281,16 @@ def pin(ctx: click.Context, name: str | None, labels: tuple[str, ...], pin_devic
     if bool(pin_device) == bool(pin_devices):
         raise errors.UsageError("pin: give --device D or --devices A,B (one of them)")
     if pin_device:
-        authoring.check_device(pin_device)
+        arguments.check_device(pin_device)
         spec: dict[str, Any] = {"device": pin_device}
         listed: tuple[str, ...] = (pin_device,)
         flag = ["--device", pin_device]
     else:
-        listed = authoring.split_devices(pin_devices or "")
+        listed = arguments.split_devices(pin_devices or "")
         spec = {"devices": list(listed)}
         flag = ["--devices", ",".join(listed)]
     settings, _, names = _targets(ctx, name, labels)
-    command = authoring.command_line(["pin", *_words(name, labels), *flag])
+    command = arguments.command_line(["pin", *_words(name, labels), *flag])
     fleet = fleet_mod.load(settings.fleet_file)
     paths = [p for n in names
              if (p := writer.write_overlay(settings, n, pin=spec, command=command)) is not None]
@@ -318,11 +319,11 @@ def unpin(ctx: click.Context, name: str | None, labels: tuple[str, ...], commit:
     """Remove NAME's pin overlay (deleting an overlay left empty); the monitor's own
     placement applies again."""
     settings, loaded, names = _targets(ctx, name, labels)
-    command = authoring.command_line(["unpin", *_words(name, labels)])
+    command = arguments.command_line(["unpin", *_words(name, labels)])
     rows, lines, paths = [], [], []
     for n in names:
         path = writer.overlay_path(settings, n)
-        current = authoring.current_overlay(settings, n)
+        current = overlayedit.current_overlay(settings, n)
         if not isinstance(current.get("pin"), dict):
             line = f"{n} has no pin overlay"
             monitor = loaded.monitors.get(n)

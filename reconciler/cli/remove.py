@@ -8,7 +8,7 @@ import click
 
 from reconciler import errors
 from reconciler.cli.overlay_cmds import finish, load, settings_of, shown
-from reconciler.config import authoring
+from reconciler.config.authoring import arguments, userfiles
 
 
 @click.command("remove")
@@ -24,9 +24,9 @@ def command(ctx: click.Context, name: str, commit: bool, apply: bool, as_json: b
     user file shadowed a built-in, the built-in applies again. An overlay left
     naming no monitor is deleted with the file.
     """
-    authoring.check_name(name)
+    arguments.check_name(name)
     settings = settings_of(ctx)
-    removed = authoring.remove(settings, name, loaded=load(settings))
+    removed = userfiles.remove(settings, name, loaded=load(settings))
     paths = [removed.path] + ([removed.overlay] if removed.overlay else [])
     if as_json:
         click.echo(json.dumps({"monitor": name, "removed": [str(p) for p in paths],

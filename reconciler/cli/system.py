@@ -15,7 +15,8 @@ import click
 
 from reconciler import errors
 from reconciler.cli.overlay_cmds import settings_of, shown
-from reconciler.config import authoring, gitrepo, systempull
+from reconciler.config import gitrepo, systempull
+from reconciler.config.authoring import overlayedit
 from reconciler.settings import Settings
 
 
@@ -25,7 +26,7 @@ def _short(sha: str | None) -> str:
 
 def _paused(settings: Settings, name: str) -> bool:
     try:
-        return isinstance(authoring.current_overlay(settings, name).get("pause"), dict)
+        return isinstance(overlayedit.current_overlay(settings, name).get("pause"), dict)
     except errors.MonitorsError:
         return False
 

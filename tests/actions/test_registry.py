@@ -92,9 +92,9 @@ def test_the_run_timeout_default_is_one_constant() -> None:
 
 
 def test_each_type_has_an_add_flag_whose_action_normalizes() -> None:
-    from reconciler.config import authoring
+    from reconciler.config.authoring import adddoc
 
-    assert authoring.ACTION_FLAGS == ("--run", "--routine", "--notify", "--webhook-out")
+    assert adddoc.ACTION_FLAGS == ("--run", "--routine", "--notify", "--webhook-out")
     values = {"run": "claude", "routine": "deploy", "notify": "", "webhook-out": "https://h/x"}
     for kind, module in registry.TYPES.items():
         prompt = "p" if module.ADD.takes_prompt else None
