@@ -15,8 +15,9 @@ Nothing here does I/O. The shapes:
   The condition is a typed value, ``conditions.spec.Condition`` (its ``to_json``
   gives the normalized mapping: ``mode``, ``match``, ``dedupeKey``, ``ignore``).
 
-  Normalized action keys by ``type``: each action type module's ``to_json``
-  (``actions.registry.TYPES``; the YAML ``action.type`` values are its keys)::
+  A monitor's **action** is a typed spec too (``ActionSpec``): one frozen dataclass
+  per action type (``actions.registry.TYPES``; the YAML ``action.type`` values are its
+  keys). Its ``to_json()`` keys by ``type``::
 
     run          agent, command, prompt, cwd, env, timeout, overlap
     routine      routine, prompt
@@ -63,6 +64,24 @@ class SourceSpec(Protocol):
     @property
     def interval(self) -> float | None:
         """Seconds between checks; None for a stream or a push source."""
+        ...
+
+    def to_json(self) -> dict[str, Any]:
+        """The normalized mapping (camelCase keys; what the fingerprint hashes)."""
+        ...
+
+    def describe(self) -> str:
+        """The one line list/view/plan/test show."""
+        ...
+
+
+class ActionSpec(Protocol):
+    """A typed action spec: one frozen dataclass per type in ``reconciler.actions``
+    (``actions.registry.ActionSpec`` is their union; the types are listed there)."""
+
+    @property
+    def type(self) -> str:
+        """The YAML ``action.type``."""
         ...
 
     def to_json(self) -> dict[str, Any]:
@@ -122,7 +141,8 @@ class Monitor:
 
     Attributes:
         name: unique across both layers after shadowing.
-        source, action: normalized specs (see the module docstring).
+        source: the typed source spec (``SourceSpec``).
+        action: the typed action spec (``ActionSpec``).
         condition: the typed condition (``conditions.spec.Condition``).
         fingerprint: ``sha256:<hex>`` over source, condition and action.
         scope: the layer that defined it.
@@ -143,7 +163,7 @@ class Monitor:
     name: MonitorName
     source: SourceSpec
     condition: Condition
-    action: Spec
+    action: ActionSpec
     fingerprint: Fingerprint
     scope: Scope = Scope.USER
     origin: Path = Path("")

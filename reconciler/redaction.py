@@ -221,7 +221,7 @@ def collect(monitors: Iterable[Monitor], toml: Mapping[str, Any],
     (agents, routines, channels, any section) reference that are set in ``environ``."""
     wanted = referenced(toml)
     for monitor in monitors:
-        wanted |= referenced(monitor.source.to_json()) | referenced(monitor.action)
+        wanted |= referenced(monitor.source.to_json()) | referenced(monitor.action.to_json())
     return [environ[n] for n in sorted(wanted) if environ.get(n)]
 
 

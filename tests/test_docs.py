@@ -297,7 +297,7 @@ def test_action_defaults_agree_across_schema_code_and_readme() -> None:
         props, required = branch["properties"], branch["required"]
         assert isinstance(props, dict) and isinstance(required, list)
         minimal = {k: props[k]["examples"][0] for k in required}
-        normalized = registry.normalize(minimal)
+        normalized = registry.normalize(minimal).to_json()
         fields_col, defaults_col = rows[kind]
         for name, field in props.items():
             if name == "type":

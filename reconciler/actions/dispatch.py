@@ -230,8 +230,7 @@ class Dispatcher:
                 LOG.exception("guard after_fire for %s failed", monitor.name)
 
     async def _dispatch(self, monitor: Monitor, event: Event, *, recovered: bool) -> None:
-        action = monitor.action
-        kind = str(action.get("type"))
+        kind = monitor.action.type
         extra: dict[str, Any] = {"recovered": True} if recovered else {}
         if self._closed:
             LOG.warning("dispatch of %s/%s after close: left pending for recovery",
@@ -241,7 +240,7 @@ class Dispatcher:
             found = registry.TYPES.get(kind)
             if found is None:
                 raise errors.ActionError(f"unknown action type {kind!r}")
-            await found.fire(self, monitor, event, found.normalize(action), recovered=recovered)
+            await found.fire(self, monitor, event, monitor.action, recovered=recovered)
         except errors.MonitorsError as e:
             await self.finish(monitor, event, FireStatus.FAILED, action=kind, attempts=0,
                               reason=str(e), **extra)

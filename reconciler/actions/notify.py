@@ -44,6 +44,14 @@ class NotifySpec:
     message: str = DEFAULT_MESSAGE
     type: str = TYPE
 
+    def to_json(self) -> dict[str, Any]:
+        """The normalized mapping the fingerprint hashes (``to_json`` below)."""
+        return to_json(self)
+
+    def describe(self) -> str:
+        """The one line list/view/plan/test show (``describe`` below)."""
+        return describe(self)
+
 
 def normalize(raw: Mapping[str, Any]) -> NotifySpec:
     """The spec of a schema-valid ``notify`` mapping (or of its ``to_json``)."""

@@ -79,7 +79,7 @@ async def recover(store: FireStore, monitors: Mapping[str, Monitor],
     for name, record in await asyncio.to_thread(store.unfinished_fires):
         event = record_to_event(record, monitor=name)
         monitor = monitors.get(name)
-        action = str(record.get("action") or (monitor.action.get("type") if monitor else ""))
+        action = str(record.get("action") or (monitor.action.type if monitor else ""))
         was = status_of(record)
         if monitor is None:
             reason = f"{was} at start; monitor no longer configured here: not re-sent"

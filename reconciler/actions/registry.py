@@ -21,6 +21,7 @@ from reconciler.actions.common import AddFlag, Recovery
 from reconciler.actions.options import ActionsConfig
 
 if TYPE_CHECKING:
+    from reconciler import model
     from reconciler.actions.dispatch import Dispatcher
     from reconciler.events import Event
     from reconciler.model import Monitor
@@ -70,6 +71,9 @@ class ActionKind(Protocol):
         ...
 
 
+ActionSpec = run.RunSpec | routine.RoutineSpec | notify.NotifySpec | webhook_out.WebhookOutSpec
+"""Every typed action spec (``Monitor.action`` is one of these)."""
+
 TYPES: dict[str, ActionKind] = {
     run.TYPE: run,
     routine.TYPE: routine,
@@ -95,17 +99,20 @@ DURATION_FIELDS: tuple[str, ...] = tuple(
 """Every action field that holds a duration (lint parses them; seconds once normalized)."""
 
 
-def kind(action: Mapping[str, Any]) -> ActionKind:
-    """The type module of an ``action`` mapping (raw or normalized).
+def kind(action: Mapping[str, Any] | model.ActionSpec) -> ActionKind:
+    """The type module of an action: a typed spec, or a mapping (raw or normalized).
 
     Raises:
         KeyError: an unknown ``type`` (the schema lets none through).
     """
-    return TYPES[str(action.get("type"))]
+    if isinstance(action, Mapping):
+        return TYPES[str(action.get("type"))]
+    return TYPES[action.type]
 
 
-def normalize(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """The normalized mapping of a schema-valid ``action`` (what the fingerprint hashes).
+def normalize(raw: Mapping[str, Any]) -> ActionSpec:
+    """The typed spec of a schema-valid ``action`` mapping (``Monitor.action``; its
+    ``to_json()`` is what the fingerprint hashes).
 
     Raises:
         ValueError: an unknown type, or a duration does not parse.
@@ -113,19 +120,17 @@ def normalize(raw: Mapping[str, Any]) -> dict[str, Any]:
     found = TYPES.get(str(raw["type"]))
     if found is None:
         raise ValueError(f"unknown action type {raw['type']!r}")
-    return found.to_json(found.normalize(raw))
+    spec: ActionSpec = found.normalize(raw)
+    return spec
 
 
-def spec(action: Mapping[str, Any]) -> Any:
-    """The frozen spec of a normalized ``action`` mapping (``Monitor.action``)."""
-    return kind(action).normalize(action)
+def from_json(data: Mapping[str, Any]) -> ActionSpec:
+    """The spec whose ``to_json()`` is ``data`` (the running registry's copy).
 
-
-def describe(action: Mapping[str, Any]) -> str:
-    """``notify log``, ``run claude``, ``routine deploy``, ``webhook-out https://...``;
-    just the type for one not in ``TYPES``."""
-    found = TYPES.get(str(action.get("type")))
-    return found.describe(found.normalize(action)) if found else str(action.get("type"))
+    Raises:
+        ValueError: an unknown type. KeyError: a required field is missing.
+    """
+    return normalize(data)
 
 
 def recovery(action_type: str) -> Recovery:

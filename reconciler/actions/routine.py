@@ -46,6 +46,14 @@ class RoutineSpec:
     prompt: str = DEFAULT_PROMPT
     type: str = TYPE
 
+    def to_json(self) -> dict[str, Any]:
+        """The normalized mapping the fingerprint hashes (``to_json`` below)."""
+        return to_json(self)
+
+    def describe(self) -> str:
+        """The one line list/view/plan/test show (``describe`` below)."""
+        return describe(self)
+
 
 def normalize(raw: Mapping[str, Any]) -> RoutineSpec:
     """The spec of a schema-valid ``routine`` mapping (or of its ``to_json``)."""

@@ -58,6 +58,14 @@ class RunSpec:
     overlap: str = DEFAULT_OVERLAP
     type: str = TYPE
 
+    def to_json(self) -> dict[str, Any]:
+        """The normalized mapping the fingerprint hashes (``to_json`` below)."""
+        return to_json(self)
+
+    def describe(self) -> str:
+        """The one line list/view/plan/test show (``describe`` below)."""
+        return describe(self)
+
 
 def normalize(raw: Mapping[str, Any]) -> RunSpec:
     """The spec of a schema-valid ``run`` mapping (or of its ``to_json``).

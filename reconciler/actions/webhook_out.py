@@ -76,6 +76,14 @@ class WebhookOutSpec:
     max_time: float = DEFAULT_MAX_TIME
     type: str = TYPE
 
+    def to_json(self) -> dict[str, Any]:
+        """The normalized mapping the fingerprint hashes (``to_json`` below)."""
+        return to_json(self)
+
+    def describe(self) -> str:
+        """The one line list/view/plan/test show (``describe`` below)."""
+        return describe(self)
+
 
 def normalize(raw: Mapping[str, Any]) -> WebhookOutSpec:
     """The spec of a schema-valid ``webhook-out`` mapping (or of its ``to_json``).

@@ -24,6 +24,7 @@ from reconciler import fleet as fleet_mod
 from reconciler.actions import registry as actions_registry
 from reconciler.cli.overlay_cmds import load, run_apply, settings_of, shown
 from reconciler.cli.params import INTEGER
+from reconciler.conditions import registry as condition_registry
 from reconciler.config import normalize, writer
 from reconciler.config.authoring import adddoc, arguments, duplicates, locate
 from reconciler.planning import placement
@@ -52,8 +53,10 @@ def _command_words(params: dict[str, Any]) -> list[str]:
         value = params.get(flag.dest)
         if not flag.multiple and value is not None and value != ():
             words += [flag.flag, *value] if flag.nargs > 1 else [flag.flag, str(value)]
-    for key, name in (("interval", "--interval"), ("match", "--match"),
-                      ("dedupe_key", "--dedupe-key"), *_action_words(optional=False),
+    conditions = condition_registry.add_flags()
+    for key, name in (("interval", "--interval"),
+                      *[(f.dest, f.flag) for f in conditions if not f.switch],
+                      *_action_words(optional=False),
                       ("device", "--device"), ("devices", "--devices"),
                       ("rate_limit", "--rate-limit"), ("description", "--description")):
         if params.get(key) is not None:
@@ -67,7 +70,7 @@ def _command_words(params: dict[str, Any]) -> list[str]:
     for key, name in _action_words(optional=True):
         if params.get(key) is not None:
             words += [name, params[key]] if params[key] else [name]
-    for key, name in (("on_change", "--on-change"), ("every", "--every"), ("force", "--force")):
+    for key, name in (*[(f.dest, f.flag) for f in conditions if f.switch], ("force", "--force")):
         if params.get(key):
             words.append(name)
     return words
@@ -109,6 +112,14 @@ def _source_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
+def _condition_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """One click option per condition ``add`` flag (``conditions.registry``), in order."""
+    for flag in reversed(condition_registry.add_flags()):
+        f = (click.option(flag.flag, is_flag=True, help=flag.help) if flag.switch
+             else click.option(flag.flag, metavar=flag.metavar, help=flag.help))(f)
+    return f
+
+
 def _action_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """The action flags, one per action type (``actions.registry``: each module's
     ``ADD``), with ``--prompt`` after the first flag that takes a prompt."""
@@ -131,10 +142,7 @@ def _action_options(f: Callable[..., Any]) -> Callable[..., Any]:
 @_source_options
 @click.option("--interval", metavar="DURATION",
               help="Check interval for --watch-pid, --watch-file, --watch-device.")
-@click.option("--on-change", is_flag=True, help="Fire when the observation changes (default).")
-@click.option("--match", metavar="RE", help="Fire when the observation matches RE.")
-@click.option("--every", is_flag=True, help="Fire on every observation (pair with a rate limit).")
-@click.option("--dedupe-key", metavar="RE", help="The first match of RE is the event signature.")
+@_condition_options
 @_action_options
 @click.option("--device", metavar="D", help="The owner: only device D runs it.")
 @click.option("--devices", metavar="A,B", help="An allowlist: each listed device runs it.")
@@ -155,8 +163,7 @@ def command(ctx: click.Context, /, **params: Any) -> int:
         sources={kind: tuple(v) if flag.multiple or flag.nargs > 1 else v
                  for kind, flag in source_types.add_flags()
                  if (v := params[flag.dest]) is not None and v != ()},
-        on_change=params["on_change"], match=params["match"],
-        every=params["every"], dedupe_key=params["dedupe_key"],
+        conditions={flag.dest: params[flag.dest] for flag in condition_registry.add_flags()},
         prompt=params["prompt"], device=params["device"],
         devices=arguments.split_devices(params["devices"]) if params["devices"] else (),
         rate_limit=params["rate_limit"], interval=params["interval"],

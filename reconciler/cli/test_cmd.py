@@ -76,13 +76,13 @@ def action_preview(monitor: Monitor, event: Any) -> dict[str, Any]:
     kind = registry.kind(action)
     out: dict[str, Any] = {"type": kind.TYPE}
     for template in kind.TEMPLATES:
-        if action.get(template) is not None:
+        text = getattr(action, template)
+        if text is not None:
             try:
-                out[template] = templating.render(str(action[template]),
-                                                  templating.context(monitor, event))
+                out[template] = templating.render(str(text), templating.context(monitor, event))
             except errors.ActionError as e:
                 out["error"] = str(e)
-    out["text"] = kind.preview(kind.normalize(action))
+    out["text"] = kind.preview(action)
     return out
 
 

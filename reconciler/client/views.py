@@ -15,7 +15,7 @@ from reconciler import errors, settings, snapshot
 from reconciler.client import control as client
 from reconciler.conditions import registry as condition_registry
 from reconciler.conditions.spec import Condition
-from reconciler.model import Monitor, MonitorName
+from reconciler.model import ActionSpec, Monitor, MonitorName
 from reconciler.state import direrrors
 from reconciler.state import registry as registry_mod
 
@@ -36,12 +36,10 @@ def describe_condition(condition: Condition) -> str:
     return condition_registry.describe(condition)
 
 
-def describe_action(action: Any) -> str:
+def describe_action(action: ActionSpec) -> str:
     """``notify log``, ``run claude``, ``routine deploy``, ``webhook-out https://...``
-    (the type module's ``describe``, through ``actions.registry``)."""
-    from reconciler.actions import registry as actions_registry
-
-    return actions_registry.describe(action)
+    (the type module's ``describe``)."""
+    return action.describe()
 
 
 def _row(name: MonitorName, monitor: Monitor, *, status: str, owner: str, placement: str,

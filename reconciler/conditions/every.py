@@ -7,7 +7,7 @@ from typing import Any
 
 from reconciler.conditions import signature
 from reconciler.conditions.decision import Decision, Reason
-from reconciler.conditions.spec import Condition
+from reconciler.conditions.spec import AddFlag, Condition
 from reconciler.findings import Finding
 from reconciler.model import ConditionMode, Monitor, Observation
 
@@ -15,6 +15,9 @@ MODE = ConditionMode.EVERY
 
 QUIET = "not fired yet"
 """The liveness text's tail while the monitor has never fired (``list``, ``view``)."""
+
+ADD = AddFlag("--every", "Fire on every observation (pair with a rate limit).")
+"""The ``monitors add`` flag (``registry.add_flags``)."""
 
 def describe(spec: Condition) -> str:
     """``every`` (list/view/plan)."""
@@ -24,6 +27,11 @@ def describe(spec: Condition) -> str:
 def check(raw: Mapping[str, Any]) -> list[Finding]:
     """No checks beyond the regexes every mode shares (``spec.check_regexes``)."""
     return []
+
+
+def from_flag(value: object) -> dict[str, Any]:
+    """The ``condition`` ``monitors add --every`` writes."""
+    return {"mode": MODE.value}
 
 
 def decide(

@@ -15,7 +15,7 @@ from typing import Any
 
 from reconciler.conditions import signature
 from reconciler.conditions.decision import Decision, Reason
-from reconciler.conditions.spec import Condition
+from reconciler.conditions.spec import AddFlag, Condition, regex_flag
 from reconciler.findings import Finding
 from reconciler.model import ConditionMode, Monitor, Observation, Severity
 
@@ -31,6 +31,9 @@ _WORDS = re.compile(r"[a-z]+")
 
 QUIET = "no match yet"
 """The liveness text's tail while the monitor has never fired (``list``, ``view``)."""
+
+ADD = AddFlag("--match", "Fire when the observation matches RE.", "RE")
+"""The ``monitors add`` flag (``registry.add_flags``)."""
 
 def describe(spec: Condition) -> str:
     """``match /fail/`` (list/view/plan)."""
@@ -54,6 +57,15 @@ def check(raw: Mapping[str, Any]) -> list[Finding]:
                     f"so a broken source never fires; also match the failure (e.g. "
                     f"'{pattern}|fail|error') or add a monitor for it", "coverage",
                     Severity.WARNING)]
+
+
+def from_flag(value: str) -> dict[str, Any]:
+    """The ``condition`` ``monitors add --match RE`` writes.
+
+    Raises:
+        errors.UsageError: RE does not compile.
+    """
+    return {"mode": MODE.value, "match": regex_flag(value, ADD.flag)}
 
 
 def decide(

@@ -12,7 +12,7 @@ from typing import Any
 
 from reconciler.conditions import signature
 from reconciler.conditions.decision import Decision, Reason
-from reconciler.conditions.spec import Condition
+from reconciler.conditions.spec import AddFlag, Condition
 from reconciler.findings import Finding
 from reconciler.model import ConditionMode, Monitor, Observation
 
@@ -20,6 +20,9 @@ MODE = ConditionMode.ON_CHANGE
 
 QUIET = "no change yet"
 """The liveness text's tail while the monitor has never fired (``list``, ``view``)."""
+
+ADD = AddFlag("--on-change", "Fire when the observation changes (default).")
+"""The ``monitors add`` flag (``registry.add_flags``)."""
 
 def describe(spec: Condition) -> str:
     """``on-change`` (list/view/plan)."""
@@ -29,6 +32,12 @@ def describe(spec: Condition) -> str:
 def check(raw: Mapping[str, Any]) -> list[Finding]:
     """No checks beyond the regexes every mode shares (``spec.check_regexes``)."""
     return []
+
+
+def from_flag(value: object) -> dict[str, Any]:
+    """The ``condition`` ``monitors add --on-change`` writes (``registry.from_flags``
+    leaves the mode implicit where it is the default)."""
+    return {"mode": MODE.value}
 
 
 def decide(

@@ -1,8 +1,9 @@
 """The condition modes, keyed by the YAML ``condition.mode`` string (STYLE.md habit 7).
 
 Every caller that depends on the mode goes through ``MODES``/``mode_of``: decide,
-describe (list/view/plan/test) and lint's checks. Adding a mode is its module here,
-its ``model.ConditionMode`` value, its schema enum entry, its tests and its README row.
+describe (list/view/plan/test), lint's checks and ``monitors add``'s flags. Adding a
+mode is its module here, its ``model.ConditionMode`` value, its schema enum entry, its
+tests and its README row.
 Imports only the mode modules (pure, no runtime dependencies).
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from reconciler import errors
 from reconciler.conditions import every, match, on_change, spec
 from reconciler.conditions.decision import Decision
 from reconciler.conditions.spec import Condition
@@ -27,6 +29,13 @@ class Mode(Protocol):
     def describe(self, spec: Condition) -> str: ...
 
     def check(self, raw: Mapping[str, Any]) -> list[Finding]: ...
+
+    @property
+    def ADD(self) -> spec.AddFlag: ...
+
+    def from_flag(self, value: Any, /) -> dict[str, Any]:
+        """The ``condition`` mapping ``monitors add`` writes (raises ``UsageError``)."""
+        ...
 
     def decide(self, monitor: Monitor, observation: Observation,
                previous: Mapping[str, Any] | None) -> Decision: ...
@@ -60,3 +69,36 @@ def check(raw: Mapping[str, Any]) -> list[Finding]:
     if mode is not None:
         out.extend(mode.check(raw))
     return out
+
+
+def add_flags() -> list[spec.AddFlag]:
+    """The ``monitors add`` condition flags: one per mode (``MODES`` order), then the
+    shared ``--dedupe-key``."""
+    return [m.ADD for m in MODES.values()] + [spec.DEDUPE_KEY]
+
+
+def from_flags(given: Mapping[str, Any], *, source_type: str) -> dict[str, Any] | None:
+    """The ``condition`` mapping ``monitors add`` writes, or None for the default.
+
+    Args:
+        given: flag ``dest`` -> its value (None or False: not given), for the flags of
+            ``add_flags``.
+        source_type: the source's type: the mode is left implicit when it is the
+            default and the source's default condition is the plain default (not for
+            ``pid``, whose default fires on exit).
+
+    Raises:
+        errors.UsageError: more than one mode flag, or a regex that does not compile.
+    """
+    modes = [m for m in MODES.values() if given.get(m.ADD.dest) not in (None, False)]
+    if len(modes) > 1:
+        raise errors.UsageError(
+            f"add: give at most one condition; got {', '.join(m.ADD.flag for m in modes)}")
+    cond = modes[0].from_flag(given[modes[0].ADD.dest]) if modes else {}
+    dedupe = given.get(spec.DEDUPE_KEY.dest)
+    if dedupe is not None:
+        cond["dedupeKey"] = spec.regex_flag(dedupe, spec.DEDUPE_KEY.flag)
+    if (cond.get("mode") == spec.DEFAULT_MODE
+            and spec.normalize(None, source_type=source_type) == spec.Condition()):
+        del cond["mode"]  # the default, left implicit
+    return cond or None

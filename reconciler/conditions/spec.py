@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from reconciler import errors
 from reconciler.findings import Finding
 from reconciler.model import ConditionMode
 
@@ -44,6 +45,50 @@ class Condition:
     match: str | None = None
     dedupe_key: str | None = None
     ignore: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class AddFlag:
+    """How ``monitors add`` asks for a condition: one flag, read by ``cli/add.py`` (the
+    click option) and ``registry.from_flags`` (the ``condition`` mapping written).
+
+    Attributes:
+        flag: the option, e.g. ``--match``.
+        help: one line for ``--help``.
+        metavar: its value in ``--help`` (``RE``), or None for a switch taking no value
+            (``--every``).
+    """
+
+    flag: str
+    help: str
+    metavar: str | None = None
+
+    @property
+    def dest(self) -> str:
+        """The click parameter name: ``--dedupe-key`` -> ``dedupe_key``."""
+        return self.flag.removeprefix("--").replace("-", "_")
+
+    @property
+    def switch(self) -> bool:
+        """The flag takes no value (``--on-change``, ``--every``)."""
+        return self.metavar is None
+
+
+DEDUPE_KEY = AddFlag("--dedupe-key", "The first match of RE is the event signature.", "RE")
+"""The ``add`` flag of ``dedupeKey``, the field every mode shares."""
+
+
+def regex_flag(value: str, flag: str) -> str:
+    """``value`` when it compiles as a Python ``re`` regex (an ``add`` flag's value).
+
+    Raises:
+        errors.UsageError: naming ``flag``, e.g. ``--match: invalid regex '(': ...``.
+    """
+    try:
+        re.compile(value)
+    except re.error as e:
+        raise errors.UsageError(f"{flag}: invalid regex {value!r}: {e}") from None
+    return value
 
 
 def normalize(raw: Mapping[str, Any] | None, *, source_type: str) -> Condition:

@@ -62,12 +62,12 @@ def condition(raw: Mapping[str, Any] | None, *, source_type: str) -> Condition:
     return condition_spec.normalize(raw, source_type=source_type)
 
 
-def action(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """Return the normalized action spec for a schema-valid ``action`` mapping
-    (its type module's ``to_json(normalize(raw))``, through ``actions.registry``).
+def action(raw: Mapping[str, Any]) -> actions_registry.ActionSpec:
+    """Return the typed action spec for a schema-valid ``action`` mapping (its
+    ``to_json()`` is the normalized mapping; ``actions.registry``).
 
     Raises:
-        ValueError: a duration does not parse.
+        ValueError: a duration does not parse, or the type is unknown.
     """
     return actions_registry.normalize(raw)
 
@@ -104,7 +104,8 @@ def monitor(
         source=src,
         condition=cond,
         action=act,
-        fingerprint=fingerprint.compute(src.to_json(), condition_spec.to_json(cond), act),
+        fingerprint=fingerprint.compute(src.to_json(), condition_spec.to_json(cond),
+                                       act.to_json()),
         scope=scope,
         origin=origin,
         enabled=bool(doc.get("enabled", True)),

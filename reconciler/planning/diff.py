@@ -175,9 +175,9 @@ def identity_changes(old: Monitor, new: Monitor) -> tuple[FieldChange, ...]:
     """What changed in source, condition and action (the fingerprint's inputs)."""
     return field_changes(
         {"source": old.source.to_json(), "condition": condition_spec.to_json(old.condition),
-         "action": dict(old.action)},
+         "action": old.action.to_json()},
         {"source": new.source.to_json(), "condition": condition_spec.to_json(new.condition),
-         "action": dict(new.action)},
+         "action": new.action.to_json()},
     )
 
 

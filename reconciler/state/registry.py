@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler import atomic, errors
+from reconciler.actions import registry as action_types
 from reconciler.conditions import spec as condition_spec
 from reconciler.model import (
     DeviceName,
@@ -71,7 +72,7 @@ def monitor_to_json(monitor: Monitor) -> dict[str, Any]:
         "name": monitor.name,
         "source": monitor.source.to_json(),
         "condition": condition_spec.to_json(monitor.condition),
-        "action": dict(monitor.action),
+        "action": monitor.action.to_json(),
         "fingerprint": monitor.fingerprint,
         "scope": monitor.scope.value,
         "origin": str(monitor.origin),
@@ -103,7 +104,7 @@ def monitor_from_json(doc: Mapping[str, Any]) -> Monitor:
         name=MonitorName(str(doc["name"])),
         source=source_types.from_json(doc["source"]),
         condition=condition_spec.normalize(doc["condition"], source_type=""),
-        action=dict(doc["action"]),
+        action=action_types.from_json(doc["action"]),
         fingerprint=Fingerprint(str(doc["fingerprint"])),
         scope=Scope(doc.get("scope", "user")),
         origin=Path(str(doc.get("origin", ""))),

@@ -33,11 +33,12 @@ NORMALIZED: list[tuple[dict[str, Any], dict[str, Any]]] = [
 @pytest.mark.parametrize(("raw", "expected"), NORMALIZED)
 def test_normalized_mapping_is_unchanged_and_round_trips(raw: dict[str, Any],
                                                          expected: dict[str, Any]) -> None:
-    out = registry.normalize(raw)
+    spec = registry.normalize(raw)
+    out = spec.to_json()
     assert out == expected and list(out) == list(expected)
-    spec = registry.spec(out)
-    assert dataclasses.is_dataclass(spec) and spec.type == raw["type"]
     assert registry.kind(out).to_json(spec) == out
+    assert dataclasses.is_dataclass(spec) and spec.type == raw["type"]
+    assert registry.from_json(out) == spec and registry.kind(spec) is registry.kind(out)
     with pytest.raises(dataclasses.FrozenInstanceError):
         spec.type = "x"
 
@@ -48,8 +49,9 @@ def test_an_unknown_type_is_refused() -> None:
 
 
 def test_descriptions_and_previews() -> None:
-    said = {raw["type"] + str(i): (registry.describe(out), registry.kind(out).preview(
-        registry.spec(out))) for i, (raw, out) in enumerate(NORMALIZED)}
+    specs = [registry.normalize(raw) for raw, _ in NORMALIZED]
+    said = {spec.type + str(i): (spec.describe(), registry.kind(spec).preview(spec))
+            for i, spec in enumerate(specs)}
     assert said == {
         "run0": ("run claude", "would run claude with the prompt below"),
         "run1": ("run bot {prompt}", "would run bot {prompt} with the prompt below"),
@@ -57,7 +59,8 @@ def test_descriptions_and_previews() -> None:
         "notify3": ("notify default channels", "would notify the default channels"),
         "webhook-out4": ("webhook-out https://h/x", "would POST the event JSON to https://h/x"),
     }
-    assert registry.describe({"type": "page"}) == "page"
+    assert [registry.from_json(out).describe() for _, out in NORMALIZED] == [
+        s.describe() for s in specs]
 
 
 def test_deliveries_are_resent_and_runs_never_respawned() -> None:
@@ -99,5 +102,5 @@ def test_each_type_has_an_add_flag_whose_action_normalizes() -> None:
     for kind, module in registry.TYPES.items():
         prompt = "p" if module.ADD.takes_prompt else None
         action = module.from_flag(values[kind], prompt)
-        assert registry.normalize({k: v for k, v in action.items() if v is not None})["type"] \
+        assert registry.normalize({k: v for k, v in action.items() if v is not None}).type \
             == kind

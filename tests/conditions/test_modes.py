@@ -144,3 +144,48 @@ def test_check_reports_regexes_then_the_modes_own_findings() -> None:
         (("condition", "ignore", 0), "bad-regex", "error"),
         (("condition", "match"), "coverage", "warning")]
     assert registry.check({"mode": "bogus", "match": "("})[0].rule == "bad-regex"
+
+
+def test_each_mode_has_an_add_flag_whose_condition_normalizes_to_it() -> None:
+    from reconciler.conditions import registry, spec
+
+    flags = registry.add_flags()
+    assert [f.flag for f in flags] == ["--on-change", "--match", "--every", "--dedupe-key"]
+    for mode, module in registry.MODES.items():
+        value = "x" if module.ADD.metavar else True
+        written = registry.from_flags({module.ADD.dest: value}, source_type="pid")
+        assert spec.normalize(written, source_type="pid").mode == mode
+
+
+ADD_CASES: list[tuple[dict[str, Any], str, dict[str, Any] | None]] = [
+    ({}, "poll", None),
+    ({"on_change": True}, "poll", None),  # the default stays implicit
+    ({"on_change": True}, "pid", {"mode": "on-change"}),  # not pid's default (exit)
+    ({"on_change": True, "dedupe_key": "k"}, "poll", {"dedupeKey": "k"}),
+    ({"on_change": False, "match": "", "every": False}, "poll", {"mode": "match", "match": ""}),
+    ({"every": True, "dedupe_key": r"id=(\d+)"}, "poll",
+     {"mode": "every", "dedupeKey": r"id=(\d+)"}),
+]
+
+
+@pytest.mark.parametrize(("given", "source_type", "expected"), ADD_CASES)
+def test_add_flags_write_the_condition(given: dict[str, Any], source_type: str,
+                                        expected: dict[str, Any] | None) -> None:
+    from reconciler.conditions import registry
+
+    assert registry.from_flags(given, source_type=source_type) == expected
+
+
+@pytest.mark.parametrize(("given", "message"), [
+    ({"on_change": True, "match": "x", "every": True},
+     "add: give at most one condition; got --on-change, --match, --every"),
+    ({"match": "(", "dedupe_key": "("}, "--match: invalid regex '('"),
+    ({"dedupe_key": "["}, "--dedupe-key: invalid regex '['"),
+])
+def test_add_flags_refuse_two_modes_and_bad_regexes(given: dict[str, Any], message: str) -> None:
+    from reconciler import errors
+    from reconciler.conditions import registry
+
+    with pytest.raises(errors.UsageError) as e:
+        registry.from_flags(given, source_type="poll")
+    assert str(e.value).startswith(message)

@@ -12,13 +12,13 @@ Must not read the repository or write files: the duplicate checks are
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler import durations, errors
 from reconciler.actions import registry as actions_registry
+from reconciler.conditions import registry as condition_registry
 from reconciler.config import schemas, writer
 from reconciler.config.authoring import arguments
 from reconciler.sources import fields as source_fields
@@ -35,6 +35,8 @@ class AddRequest:
         sources: source type -> the value of its ``add`` flag (``sources.registry``'s
             ``ADD``), for the flags given: ``(command or URL, interval)`` for ``poll`` and
             ``poll-http``, the ``SRC:EVENT`` tuple for ``webhook``, else one value.
+        conditions: condition flag ``dest`` -> its value (``conditions.registry``'s
+            ``add_flags``: ``match``, ``every``, ``dedupe_key``...; None/False: not given).
         notify: None when ``--notify`` is absent, ``""`` for the default channel.
         devices: the ``--devices A,B`` list.
         rate_limit: ``MAX/PER`` such as ``5/1m``.
@@ -44,10 +46,7 @@ class AddRequest:
 
     name: str
     sources: Mapping[str, Any] = field(default_factory=dict)
-    on_change: bool = False
-    match: str | None = None
-    every: bool = False
-    dedupe_key: str | None = None
+    conditions: Mapping[str, Any] = field(default_factory=dict)
     run: str | None = None
     prompt: str | None = None
     routine: str | None = None
@@ -83,14 +82,6 @@ def parse_rate_limit(value: str) -> dict[str, Any]:
     return {"max": int(count), "per": per.strip()}
 
 
-def _regex(value: str, flag: str) -> str:
-    try:
-        re.compile(value)
-    except re.error as e:
-        raise errors.UsageError(f"{flag}: invalid regex {value!r}: {e}") from None
-    return value
-
-
 def build_source(req: AddRequest) -> dict[str, Any]:
     """The ``source`` mapping for the one source flag given (``sources.registry``: each
     type's ``ADD`` flag and ``from_flag``).
@@ -119,28 +110,13 @@ def build_source(req: AddRequest) -> dict[str, Any]:
 
 def build_condition(req: AddRequest) -> dict[str, Any] | None:
     """The ``condition`` mapping, or None for the default (``on-change``; a pid
-    source's default fires on exit).
+    source's default fires on exit): ``conditions.registry.from_flags``.
 
     Raises:
-        errors.UsageError: more than one of ``--on-change``, ``--match``, ``--every``,
-            or a regex that does not compile.
+        errors.UsageError: more than one mode flag, or a regex that does not compile.
     """
-    modes = [f for f, on in (("--on-change", req.on_change), ("--match", req.match is not None),
-                             ("--every", req.every)) if on]
-    if len(modes) > 1:
-        raise errors.UsageError(f"add: give at most one condition; got {', '.join(modes)}")
-    cond: dict[str, Any] = {}
-    if req.match is not None:
-        cond = {"mode": "match", "match": _regex(req.match, "--match")}
-    elif req.every:
-        cond = {"mode": "every"}
-    elif req.on_change:
-        cond = {"mode": "on-change"}
-    if req.dedupe_key is not None:
-        cond["dedupeKey"] = _regex(req.dedupe_key, "--dedupe-key")
-    if cond.get("mode") == "on-change" and req.sources.get("pid") is None:
-        del cond["mode"]  # the default, left implicit (a pid source defaults to exit)
-    return cond or None
+    source_type = next((kind for kind, v in req.sources.items() if v is not None), "")
+    return condition_registry.from_flags(req.conditions, source_type=source_type)
 
 
 def build_action(req: AddRequest) -> dict[str, Any]:
