@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reconciler import errors
-from reconciler.actions import apprise_child, options
+from reconciler.actions import options
 from reconciler.actions.options import ChannelSpec
 
 if TYPE_CHECKING:
@@ -270,6 +270,8 @@ def send_test(spec: ChannelSpec, *, environ: Mapping[str, str]) -> Outcome:
     url = options.expand(spec.url, environ=environ, redactor=redactor)
     # in a child process killed at the deadline: an answer that never ends cannot keep
     # this process reading (and growing) or waiting at exit
+    from reconciler.actions import apprise_child  # asyncio and subprocess: not for lint
+
     answer = apprise_child.send(url, TEST_TITLE, TEST_BODY.format(name=spec.name),
                                 timeout=spec.timeout)
     if answer is None:

@@ -175,6 +175,24 @@ def test_lint_imports_no_http_client_or_asyncio(repo: Repo) -> None:
     assert p.stdout.strip().splitlines()[-1] == "0 []", p.stderr
 
 
+def test_lint_with_a_channel_imports_no_asyncio_once_its_url_is_known(repo: Repo) -> None:
+    """A channel's URL is checked by Apprise once (then cached): the lint after that
+    loads neither Apprise nor the child process that sends through it (asyncio)."""
+    repo.write("monitors.d/host.yml", GOOD)
+    repo.write("monitors.toml", '[channels.ops]\nurl = "json://127.0.0.1:9/hook"\n')
+    code = (
+        "import sys\n"
+        "from reconciler.cli import main\n"
+        f"rc = main.run(['--root', {str(repo.root)!r}, 'lint'])\n"
+        "heavy = {'httpx', 'asyncio', 'jinja2', 'jsonschema', 'git', 'watchdog', 'apprise'}\n"
+        "print(rc, sorted({m.split('.')[0] for m in sys.modules} & heavy))\n"
+    )
+    for _ in range(2):  # the first run fills the URL cache
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           timeout=60)
+    assert p.stdout.strip().splitlines()[-1] == "0 []", p.stdout + p.stderr
+
+
 def test_action_references_are_checked_against_monitors_toml(repo: Repo) -> None:
     repo.write("monitors.d/a.yml", GOOD.replace("{type: notify}",
                                                 "{type: run, agent: cluade, prompt: x}"))
