@@ -125,7 +125,8 @@ def _sleeper(marker: str) -> list[tuple[int, int]]:
 
 def _cmd(pid: int) -> str:
     try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes()
+        return argv.replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
 
