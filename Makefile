@@ -27,8 +27,13 @@ run: $(STAMP)
 	$(BIN)/monitors plan
 	$(BIN)/monitors run --demo
 
+# The suite mostly waits on real daemons, subprocesses and timeouts, so it runs in 4
+# pytest-xdist workers (a file's tests stay in one worker); `TEST_WORKERS=0 make test`
+# runs it in one process. A single file: `.venv/bin/pytest tests/path -q`.
+TEST_WORKERS ?= 4
+
 test: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
 
 # The config-stage fuzz test with the long hypothesis profile (tens of thousands of
 # mutated files; `make test` runs the same test for a few seconds).

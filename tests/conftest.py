@@ -56,6 +56,15 @@ def _private_cache(tmp_path_factory: pytest.TempPathFactory,
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "xdg-cache"))
 
 
+@pytest.fixture(autouse=True)
+def _no_terminal_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commands run by tests get no ``COLUMNS``/``LINES``: their width is the one a pipe
+    gets (pytest-xdist workers inherit ``COLUMNS=80`` from execnet, which would cut
+    ``monitors list`` lines that a serial run shows whole). A test wanting a width passes it."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Repo:
     """An empty monitors repository in a temp dir."""
@@ -134,8 +143,11 @@ def processes_with_arg(arg: str) -> list[int]:
 
 
 def unique_sleep() -> str:
-    """A ``sleep`` duration no other process uses (about 333 s), for ``processes_with_arg``."""
-    return f"333.{os.getpid()}{time.monotonic_ns() % 100000:05d}"
+    """A ``sleep`` duration no other process uses (about 333 s), for ``processes_with_arg``.
+
+    The pid is zero-padded to 7 digits (Linux's pid_max is at most 4194304) so that two
+    pytest-xdist workers, or a test that appends digits, can never produce the same text."""
+    return f"333.{os.getpid():07d}{time.monotonic_ns() % 100000:05d}"
 
 
 # Hypothesis profiles (tests/config/test_fuzz.py): "default" keeps `make test` to a few

@@ -6,7 +6,9 @@ the whole body into memory: an endpoint that answers with a body that never ends
 without bound. ``request`` streams the answer instead, keeps at most ``BODY_CAP``
 bytes of it (what a caller may show), discards the rest, and bounds the whole
 exchange (connect, send, headers, body) by ``deadline`` seconds with
-``asyncio.wait_for``, so a body that never ends is a timeout like any other.
+``asyncio.timeout``, so a body that never ends is a timeout like any other. (Not
+``asyncio.wait_for``: on Python 3.11 it returns the result and drops a cancel that comes
+as the exchange ends, and a stopping daemon then waits out a retry backoff.)
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ async def request(client: httpx.AsyncClient, method: str, url: str, *, deadline:
                                   content=bytes(kept), request=response.request)
 
     try:
-        return await asyncio.wait_for(exchange(), deadline)
+        async with asyncio.timeout(deadline):
+            return await exchange()
     except TimeoutError:
         raise httpx.ReadTimeout(f"no complete answer within {deadline:g}s") from None

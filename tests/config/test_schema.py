@@ -68,7 +68,15 @@ def with_(**changes: Any) -> dict[str, Any]:
     return doc
 
 
-_DELETE = object()
+class _Delete:
+    """The value that removes a field; its text is stable so test ids are the same in every
+    process (pytest-xdist workers must collect the same ids)."""
+
+    def __repr__(self) -> str:
+        return "<delete>"
+
+
+_DELETE = _Delete()
 
 
 @pytest.mark.parametrize("kind", sorted(SOURCES))

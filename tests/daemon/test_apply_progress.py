@@ -24,8 +24,16 @@ SLOW = "[sh, -c, 'sleep 30; echo done']"  # a first poll that outlasts the test
 def _apply(repo: Repo, *args: str) -> subprocess.Popen[bytes]:
     argv = [sys.executable, "-m", "reconciler", "--root", str(repo.root), "--state-dir",
             str(repo.state), "--device", "test-box", "apply", "--yes", *args]
+    # SIGINT back to its default in the child: a pytest started in the background of a
+    # shell without job control (or an xdist worker) ignores SIGINT, the child inherits
+    # that, Python then installs no KeyboardInterrupt handler and Ctrl-C does nothing
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            cwd=repo.root, env={**os.environ, "NO_COLOR": "1"})
+                            cwd=repo.root, env={**os.environ, "NO_COLOR": "1"},
+                            preexec_fn=_default_sigint)
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _read_until(proc: subprocess.Popen[bytes], marker: str, *, timeout: float = WAIT) -> str:
