@@ -138,7 +138,9 @@ def _git_dir(root: Path) -> Path | None:
     return None
 
 
-def _stat_key(path: Path) -> tuple[int, int, int] | None:
+def stat_key(path: Path) -> tuple[int, int, int] | None:
+    """``(mtime ns, size, inode)`` of ``path``: whether a file changed since it was last
+    seen; None when it cannot be stat'ed (gone)."""
     try:
         st = path.stat()
     except OSError:
@@ -157,7 +159,7 @@ def _index_key(path: Path) -> Any:
     except OSError:
         return None
     if not tail[-20:].strip(b"\0"):
-        return _stat_key(path)
+        return stat_key(path)
     return size, tail
 
 
@@ -177,9 +179,9 @@ def _git_signals(gitdir: Path) -> tuple[Any, ...]:
             ref = gitdir / name if (gitdir / name).exists() else common / name
     except OSError:
         head = ""
-    return (str(gitdir), head, _stat_key(gitdir / "HEAD"),
-            _stat_key(ref) if ref is not None else None,
-            _stat_key(common / "packed-refs"), _index_key(gitdir / "index"))
+    return (str(gitdir), head, stat_key(gitdir / "HEAD"),
+            stat_key(ref) if ref is not None else None,
+            stat_key(common / "packed-refs"), _index_key(gitdir / "index"))
 
 
 ActionCheck = Callable[[Mapping[str, Any]], list[tuple[str, str]]]

@@ -21,7 +21,6 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from reconciler import redaction, settings, snapshot
@@ -196,21 +195,14 @@ class Reconciler:
         doc = self.registry.to_json()
         doc.pop("appliedAt", None)
         file = registry_mod.path(self.cfg.state_dir)
-        if self._published is not None and self._published == (doc, _stat_key(file)):
+        if self._published is not None and self._published == (doc, snapshot.stat_key(file)):
             return False
         self._published = None
         registry_mod.publish(self.cfg.state_dir, self.registry)
-        key = _stat_key(file)  # (None: deleted already; then publish again next time)
+        key = snapshot.stat_key(file)  # (None: deleted already; then publish again next time)
         self._published = (doc, key) if key is not None else None
         return True
 
-
-def _stat_key(path: Path) -> tuple[int, int, int] | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return st.st_mtime_ns, st.st_size, st.st_ino
 
 
 def applied_names(plan: plan_mod.Plan, applied: supervisor.Applied) -> str:

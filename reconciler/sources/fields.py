@@ -142,7 +142,7 @@ class Finding:
 @dataclasses.dataclass(frozen=True, slots=True)
 class AddFlag:
     """How ``monitors add`` asks for a source type: one flag, read by ``cli/add.py``
-    (the click option) and ``config.authoring`` (which calls the module's ``from_flag``).
+    (the click option) and ``config.authoring.adddoc`` (which calls the module's ``from_flag``).
 
     Attributes:
         flag: the option, e.g. ``--poll``.
