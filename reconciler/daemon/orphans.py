@@ -9,13 +9,13 @@ runs, ``Recorder`` (installed as ``processes.tracker``) keeps every live group i
     {"groups": [{"pgid": 4242, "pid": 4242, "start": 183745}]}
 
 ``start`` is the leader's start time (field 22 of ``/proc/<pid>/stat``, clock ticks
-since boot; ``processes.start_time``). The file is replaced atomically on every spawn
-and end (``reconciler.atomic``, not fsynced: a power loss ends the groups too), and is
-empty after a clean stop. At start (under the state lock, so never another live
-daemon's groups) ``reap`` SIGKILLs each recorded group whose leader is alive with the
-recorded start time; a leader gone or with another start time (its pid reused) is
-skipped: a process group id is only ever the pid of its first leader. Linux only
-(``/proc``); elsewhere nothing is recorded or killed.
+since boot; ``processes.start_time``). The file is replaced atomically at most once a
+second while groups start and end (``Recorder``; ``reconciler.atomic``, not fsynced: a
+power loss ends the groups too), and is empty after a clean stop. At start (under the
+state lock, so never another live daemon's groups) ``reap`` SIGKILLs each recorded group
+whose leader is alive with the recorded start time; a leader gone or with another start
+time (its pid reused) is skipped: a process group id is only ever the pid of its first
+leader. Linux only (``/proc``); elsewhere nothing is recorded or killed.
 
 PR_SET_PDEATHSIG is not used: it would kill only the direct child (its group's other
 members live on, and the leader's start time would no longer identify them), it
@@ -25,6 +25,7 @@ unsafe in a process with threads (the daemon's ``asyncio.to_thread`` workers).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -36,6 +37,8 @@ from pathlib import Path
 from reconciler import atomic, processes
 
 FILE = "children.json"
+WRITE_DELAY = 1.0
+"""Seconds between a change of the live groups and its write (``Recorder``)."""
 log = logging.getLogger("monitors.daemon")
 
 
@@ -44,11 +47,25 @@ class Recorder:
 
     A ``processes.Tracker``: ``started``/``ended`` never raise; a failed write is
     logged once (until a write succeeds again) and the groups are kept in memory.
+
+    Writes are coalesced: a change schedules one write ``delay`` seconds later on the
+    running event loop (at once when no loop runs), which writes the groups as they are
+    then, and only when they differ from the last ones written. So a poll's short-lived
+    command costs no write at all, and the file is rewritten at most once per ``delay``
+    however many commands run. The price: a group started and killed with the daemon
+    (``kill -9``) within ``delay`` seconds may be missing from the file.
+
+    Args:
+        state_dir: where ``children.json`` lives.
+        delay: seconds between a change and its write.
     """
 
-    def __init__(self, state_dir: Path) -> None:
+    def __init__(self, state_dir: Path, *, delay: float = WRITE_DELAY) -> None:
         self.path = state_dir / FILE
         self.groups: dict[int, int] = {}  # pgid (= leader pid) -> leader start time
+        self.delay = delay
+        self._written: dict[int, int] | None = None
+        self._pending = False
         self._failing = False
 
     def started(self, pid: int) -> None:
@@ -56,11 +73,31 @@ class Recorder:
         start = processes.start_time(pid)
         if start is not None:
             self.groups[pid] = start
-            self._write()
+            self._schedule()
 
     def ended(self, pid: int) -> None:
         """Forget the group ``pid`` (killed by ``processes.finish``)."""
         if self.groups.pop(pid, None) is not None:
+            self._schedule()
+
+    def _schedule(self) -> None:
+        if self._pending:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.flush()
+            return
+        self._pending = True
+        loop.call_later(self.delay, self._due)
+
+    def _due(self) -> None:
+        self._pending = False
+        self.flush()
+
+    def flush(self) -> None:
+        """Write the groups now when they differ from the last ones written."""
+        if self.groups != self._written:
             self._write()
 
     def _write(self) -> None:
@@ -76,6 +113,7 @@ class Recorder:
             self._failing = True
         else:
             self._failing = False
+            self._written = dict(self.groups)
 
 
 def recorded(state_dir: Path) -> list[tuple[int, int, int]]:
@@ -117,3 +155,4 @@ def tracking(state_dir: Path) -> Iterator[Recorder]:
         yield recorder
     finally:
         processes.tracker = previous
+        recorder.flush()  # a clean stop leaves the file empty (the loop has ended)

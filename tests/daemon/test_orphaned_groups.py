@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -174,3 +175,38 @@ def test_in_flight_process_group_is_killed(repo: Repo, daemons: Callable[..., Da
             os.killpg(pgid, 0)  # nothing of its process group is left
     finally:
         _kill_leftovers(secs)
+
+
+def test_short_lived_groups_cost_no_write_and_the_last_state_is_written(tmp_path: Path
+                                                                       ) -> None:
+    """A poll's command lives milliseconds: recording every start and end rewrote
+    children.json twice per poll on the event loop. Writes are coalesced: 50 short
+    commands give one write (of the groups as they are then), and a long-lived one is in
+    the file within the delay."""
+    writes: list[list[tuple[int, int, int]]] = []
+
+    class Counting(orphans.Recorder):
+        def _write(self) -> None:
+            super()._write()
+            writes.append(orphans.recorded(tmp_path))
+
+    async def go() -> None:
+        recorder = Counting(tmp_path, delay=0.2)
+        me = os.getpid()  # a live leader with a real start time stands in for each group
+        for _ in range(50):
+            recorder.started(me)
+            recorder.ended(me)
+        long_lived = subprocess.Popen(["sleep", unique_sleep()], start_new_session=True)
+        try:
+            recorder.started(long_lived.pid)
+            await asyncio.sleep(0.5)
+            assert [g[0] for g in orphans.recorded(tmp_path)] == [long_lived.pid]
+            recorder.ended(long_lived.pid)
+            recorder.flush()
+        finally:
+            long_lived.kill()
+            long_lived.wait()
+
+    asyncio.run(go())
+    assert len(writes) == 2  # the coalesced one, then the final flush
+    assert writes[-1] == []
