@@ -75,3 +75,16 @@ class _Dumper(yaml.SafeDumper):
 
 
 _Dumper.add_representer(list, _Dumper.represent_list)
+
+
+ECHO_MONITOR = """\
+source:
+  type: poll
+  command: [echo, {word}]
+  interval: 30s
+action:
+  type: notify
+"""
+"""A monitor file's text (no name: the file's stem names it) polling ``echo {word}``
+every 30s and notifying: ``ECHO_MONITOR.format(word="alpha")``; distinct words give
+distinct fingerprints."""

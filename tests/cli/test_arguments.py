@@ -15,6 +15,7 @@ import click
 import pytest
 
 from reconciler.cli import main as cli_main
+from tests import factories
 from tests.conftest import Repo, console_script, run_cli
 
 MONITOR = "source: {type: file, path: /etc/hostname}\naction: {type: notify}\n"
@@ -200,14 +201,7 @@ def test_the_issue_inputs_through_a_real_argv(one: Repo, argv: list[bytes], line
     assert _tree(one.root) == before
 
 
-MON = """\
-source:
-  type: poll
-  command: [echo, {word}]
-  interval: 30s
-action:
-  type: notify
-"""
+MON = factories.ECHO_MONITOR
 
 
 @pytest.mark.parametrize("command", ["runs", "logs"])

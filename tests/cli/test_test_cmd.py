@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from reconciler.state import store as store_mod
+from tests import factories
 from tests.conftest import Repo, run_cli
 from tests.factories import monitor
 
@@ -260,14 +261,7 @@ def test_cli_test_freezing_template_is_a_clear_error(repo: Repo) -> None:
     assert "render budget exceeded" in json.loads(j.stdout)["action"]["error"]
 
 
-MON = """\
-source:
-  type: poll
-  command: [echo, {word}]
-  interval: 30s
-action:
-  type: notify
-"""
+MON = factories.ECHO_MONITOR
 
 
 def test_replay_errors_and_display_count_steps_from_1(repo: Repo) -> None:

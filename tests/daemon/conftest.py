@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -17,6 +18,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from reconciler.daemon import protocol
 from tests.conftest import Repo
 
 T = TypeVar("T")
@@ -146,3 +148,19 @@ def detached(repo: Repo) -> Iterator[Repo]:
     done = stopper.stop(repo.state, wait=WAIT)
     if not done.stopped and done.pid is not None:
         os.kill(done.pid, signal.SIGKILL)
+
+
+def raw_request(state: Path, line: bytes) -> dict[str, Any]:
+    """Send one raw control request line; return the decoded reply."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(WAIT)
+        sock.connect(protocol.connect_path(state))
+        sock.sendall(line + b"\n")
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    reply: dict[str, Any] = json.loads(data)
+    return reply

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
 import pytest
 
 from reconciler.daemon import protocol
 from tests.conftest import Repo
-from tests.daemon.conftest import WAIT, Daemon
+from tests.daemon.conftest import Daemon, raw_request
 from tests.factories import monitor_yaml
 
 REQUESTS: list[protocol.Request] = [
@@ -60,22 +57,6 @@ def test_a_bad_request_is_one_line(wire: dict[str, object], error: str) -> None:
     assert str(e.value) == error
 
 
-def _raw(state: Path, line: bytes) -> dict[str, Any]:
-    """Send one raw control request line; return the decoded reply."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(WAIT)
-        sock.connect(protocol.connect_path(state))
-        sock.sendall(line + b"\n")
-        data = b""
-        while not data.endswith(b"\n"):
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    reply: dict[str, Any] = json.loads(data)
-    return reply
-
-
 def test_control_api_checks_request_arguments(
         repo: Repo, daemons: Callable[..., Daemon]) -> None:
     repo.write("monitors.d/tick.yml", monitor_yaml("tick", "[echo, a]", interval="30s"))
@@ -94,9 +75,9 @@ def test_control_api_checks_request_arguments(
         b'{"op": "clear-autopause"}': "name: expected a monitor name",
     }
     for line, error in bad.items():
-        assert _raw(repo.state, line) == {"ok": False, "error": error}, line
-    ok = _raw(repo.state, b'{"op": "reconcile", "wait": 0.5, "names": ["tick"]}')
+        assert raw_request(repo.state, line) == {"ok": False, "error": error}, line
+    ok = raw_request(repo.state, b'{"op": "reconcile", "wait": 0.5, "names": ["tick"]}')
     assert ok["ok"] is True and ok["firstPolls"]["tick"]["status"] in ("ok", "pending")
-    polls = _raw(repo.state, b'{"op": "first-polls", "wait": 5, "names": ["tick", "nope"]}')
+    polls = raw_request(repo.state, b'{"op": "first-polls", "wait": 5, "names": ["tick", "nope"]}')
     assert polls == {"ok": True, "firstPolls": {"tick": {"status": "ok", "error": None}}}
     assert "ValueError" not in d.log_text()

@@ -3,39 +3,19 @@ monitors.toml) and say how to restart it."""
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
 from reconciler import settings
 from reconciler.daemon import protocol
 from tests.conftest import Repo
-from tests.daemon.conftest import WAIT, Daemon, read_json, wait_for
+from tests.daemon.conftest import Daemon, raw_request, read_json, wait_for
 from tests.factories import monitor_yaml
 
 MISMATCH = ("the daemon runs with other settings ({what}): restart it (`monitors stop`, then "
             "`monitors apply`) to use them (daemon pid {pid})")
-
-
-def _raw(state: Path, line: bytes) -> dict[str, Any]:
-    """Send one raw control request line; return the decoded reply."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(WAIT)
-        sock.connect(protocol.connect_path(state))
-        sock.sendall(line + b"\n")
-        data = b""
-        while not data.endswith(b"\n"):
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    reply: dict[str, Any] = json.loads(data)
-    return reply
 
 
 def _generation(repo: Repo) -> int:
@@ -52,7 +32,7 @@ def test_plan_and_apply_refuse_a_daemon_running_other_settings(
     wait_for(lambda: set(d.running()) == set(names), what="all running", log=d.log)
     assert d.proc is not None
     pid = d.proc.pid
-    status = _raw(repo.state, b'{"op": "status"}')
+    status = raw_request(repo.state, b'{"op": "status"}')
     cfg = settings.load(root=repo.root, state_dir=repo.state, device="test-box")
     assert status["settingsDigest"] == protocol.settings_digest(cfg)
     assert d.cli("plan").returncode == 0

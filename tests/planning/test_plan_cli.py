@@ -8,16 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from tests import factories
 from tests.conftest import ROOT, Repo, run_cli
 
-MON = """\
-source:
-  type: poll
-  command: [echo, {word}]
-  interval: 30s
-action:
-  type: notify
-"""
+MON = factories.ECHO_MONITOR
 
 
 def test_plan_without_daemon(repo: Repo) -> None:

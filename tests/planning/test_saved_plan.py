@@ -5,16 +5,10 @@ from __future__ import annotations
 
 import json
 
+from tests import factories
 from tests.conftest import Repo, run_cli
 
-MON = """\
-source:
-  type: poll
-  command: [echo, {word}]
-  interval: 30s
-action:
-  type: notify
-"""
+MON = factories.ECHO_MONITOR
 
 
 def test_apply_names_a_garbage_plan_file(repo: Repo) -> None:
