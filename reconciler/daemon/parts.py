@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from reconciler import errors, redaction, settings, snapshot
+from reconciler import errors, redaction, settings, timestamps
 from reconciler.daemon import supervisor
 from reconciler.state import registry as registry_mod
 
@@ -70,4 +70,4 @@ def build(cfg: settings.Settings, registry: registry_mod.Registry, *,
     engine = evaluator.Engine(store, dispatcher, ctx=ctx, guard=guard)
     return Parts(store=store, dispatcher=dispatcher, guard=guard, ctx=ctx, engine=engine,
                  supervisor=supervisor.Supervisor(engine, store, registry,
-                                                  now=snapshot.now_iso))
+                                                  now=timestamps.utc_seconds))
