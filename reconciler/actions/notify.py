@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from reconciler.actions.common import AddFlag, Recovery
+from reconciler.actions.common import Recovery
 from reconciler.actions.options import ActionsConfig
+from reconciler.addflags import AddFlag
 
 if TYPE_CHECKING:
     from reconciler.actions.dispatch import Dispatcher

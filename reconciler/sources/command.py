@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from reconciler import errors
+from reconciler.addflags import AddFlag
 from reconciler.model import Monitor, Observation
 from reconciler.sources import Started, StreamItem, fields
 from reconciler.sources.fields import DEFAULT_MAX_BYTES, doc
@@ -98,7 +99,7 @@ def check(raw: Mapping[str, Any]) -> list[fields.Finding]:
     return []
 
 
-ADD = fields.AddFlag("--watch", "CMD", "Each stdout line of a long-running CMD.")
+ADD = AddFlag("--watch", "CMD", "Each stdout line of a long-running CMD.")
 """``monitors add --watch CMD``."""
 
 

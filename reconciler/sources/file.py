@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from reconciler import errors
+from reconciler.addflags import AddFlag
 from reconciler.model import Monitor, Observation
 from reconciler.sources import fields
 from reconciler.sources.fields import DEFAULT_MAX_BYTES, doc
@@ -88,7 +89,7 @@ def check(raw: Mapping[str, Any]) -> list[fields.Finding]:
     return []
 
 
-ADD = fields.AddFlag("--watch-file", "PATH", "A file's content (or a directory listing).",
+ADD = AddFlag("--watch-file", "PATH", "A file's content (or a directory listing).",
                      interval=True)
 """``monitors add --watch-file PATH [--interval D]``."""
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from reconciler import durations, errors, redaction
+from reconciler.addflags import AddFlag
 from reconciler.model import Monitor, Observation
 from reconciler.sources import fields
 from reconciler.sources.fields import DEFAULT_MAX_BYTES, doc
@@ -93,7 +94,7 @@ def check(raw: Mapping[str, Any]) -> list[fields.Finding]:
     return []
 
 
-ADD = fields.AddFlag("--poll-http", "URL INTERVAL", "GET URL every INTERVAL.", nargs=2)
+ADD = AddFlag("--poll-http", "URL INTERVAL", "GET URL every INTERVAL.", nargs=2)
 """``monitors add --poll-http URL INTERVAL``."""
 
 

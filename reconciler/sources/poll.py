@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from reconciler import durations, errors
+from reconciler.addflags import AddFlag
 from reconciler.model import Monitor, Observation
 from reconciler.sources import fields
 from reconciler.sources.fields import DEFAULT_MAX_BYTES, doc
@@ -90,7 +91,7 @@ def check(raw: Mapping[str, Any]) -> list[fields.Finding]:
     return []
 
 
-ADD = fields.AddFlag("--poll", "CMD INTERVAL", "Re-run CMD every INTERVAL.", nargs=2)
+ADD = AddFlag("--poll", "CMD INTERVAL", "Re-run CMD every INTERVAL.", nargs=2)
 """``monitors add --poll CMD INTERVAL``."""
 
 

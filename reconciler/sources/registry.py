@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from reconciler.addflags import AddFlag
 from reconciler.model import Monitor, Observation
 from reconciler.sources import command, device, fields, file, http, pid, poll, webhook, ws
 
@@ -47,7 +48,7 @@ class SourceType(Protocol):
         ...
 
     @property
-    def ADD(self) -> fields.AddFlag: ...
+    def ADD(self) -> AddFlag: ...
 
     def from_flag(self, value: Any, /, *, interval: str | None,
                   force: bool) -> dict[str, Any]:
@@ -103,7 +104,7 @@ def check(raw: Mapping[str, Any]) -> list[fields.Finding]:
     return TYPES[kind].check(raw) if isinstance(kind, str) and kind in TYPES else []
 
 
-def add_flags() -> list[tuple[str, fields.AddFlag]]:
+def add_flags() -> list[tuple[str, AddFlag]]:
     """``(type, flag)`` for every source type, in ``ADD_ORDER``."""
     def rank(kind: str) -> int:
         return ADD_ORDER.index(kind) if kind in ADD_ORDER else len(ADD_ORDER)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from reconciler import errors
+from reconciler.addflags import AddFlag
 from reconciler.sources import fields, push
 from reconciler.sources.fields import Finding, doc
 
@@ -20,7 +21,7 @@ PUSH = True
 
 PROVIDERS = ("github", "linear")
 """The providers ``add --on`` accepts (the schema's ``provider`` enum)."""
-ADD = fields.AddFlag("--on", "SRC:EVENT",
+ADD = AddFlag("--on", "SRC:EVENT",
                      "A signed webhook delivery, e.g. github:pull_request (repeatable).",
                      multiple=True)
 """``monitors add --on SRC:EVENT [--on SRC:EVENT ...]``."""
