@@ -343,7 +343,7 @@ def _runtime_imports(path: Path) -> set[str]:
 
 
 SOURCE_LEAVES = ("reconciler.model", "reconciler.errors", "reconciler.durations",
-          "reconciler.redaction", "reconciler.addflags")
+          "reconciler.redaction", "reconciler.addflags", "reconciler.findings")
 RUNTIME = ("httpx", "asyncio", "jinja2", "apprise", "jsonschema", "reconciler.processes",
            "reconciler.sources.context", "reconciler.sources.process")
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from reconciler import errors
 from reconciler.addflags import AddFlag
+from reconciler.findings import Finding
 from reconciler.model import Monitor, Observation
 from reconciler.sources import Started, StreamItem, fields
 from reconciler.sources.fields import DEFAULT_MAX_BYTES, doc
@@ -94,7 +95,7 @@ def normalize(raw: Mapping[str, Any]) -> CommandSpec:
     )
 
 
-def check(raw: Mapping[str, Any]) -> list[fields.Finding]:
+def check(raw: Mapping[str, Any]) -> list[Finding]:
     """No checks beyond the shared ones (durations) for ``command``."""
     return []
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from reconciler import errors
 from reconciler.addflags import AddFlag
+from reconciler.findings import Finding
 from reconciler.model import Monitor, Observation
 from reconciler.sources import fields
 from reconciler.sources.fields import doc
@@ -71,7 +72,7 @@ def normalize(raw: Mapping[str, Any]) -> DeviceSpec:
                       timeout=fields.dur(raw.get("timeout"), min(interval, TIMEOUT_CAP)))
 
 
-def check(raw: Mapping[str, Any]) -> list[fields.Finding]:
+def check(raw: Mapping[str, Any]) -> list[Finding]:
     """No checks beyond the shared ones (durations) for ``device``; the fleet file is
     checked across files (``config.repochecks``)."""
     return []

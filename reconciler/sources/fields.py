@@ -126,19 +126,6 @@ def describe(kind: str, what: object, interval: float | None) -> str:
     return text
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Finding:
-    """A semantic problem a type's ``check`` found, without a position: ``path`` is the
-    JSON path under the monitor document (``("source", "type")``); ``config`` maps it to
-    ``file:line:col``. ``severity`` is ``error``, ``warning`` or ``info``; ``rule`` a
-    README rule id."""
-
-    path: tuple[str | int, ...]
-    message: str
-    rule: str
-    severity: str = "error"
-
-
 def interval_flag(value: str, flag: str) -> str:
     """``value`` when it is a duration within 500ms..7d (an ``add`` interval as written).
 

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from reconciler.addflags import AddFlag
+from reconciler.findings import Finding
 from reconciler.model import Monitor, Observation
 from reconciler.sources import command, device, fields, file, http, pid, poll, webhook, ws
 
@@ -39,7 +40,7 @@ class SourceType(Protocol):
         """The spec of a schema-valid ``source`` mapping (raises ValueError)."""
         ...
 
-    def check(self, raw: Mapping[str, Any], /) -> list[fields.Finding]:
+    def check(self, raw: Mapping[str, Any], /) -> list[Finding]:
         """Semantic findings for lint (position-free)."""
         ...
 
@@ -97,7 +98,7 @@ def from_json(data: Mapping[str, Any]) -> SourceSpec:
     return fields.from_json(TYPES[kind].Spec, data)
 
 
-def check(raw: Mapping[str, Any]) -> list[fields.Finding]:
+def check(raw: Mapping[str, Any]) -> list[Finding]:
     """The type's semantic findings for a ``source`` mapping (none for an unknown or
     missing type: the schema reports that)."""
     kind = raw.get("type")

@@ -12,8 +12,9 @@ from typing import Any, ClassVar
 
 from reconciler import errors
 from reconciler.addflags import AddFlag
+from reconciler.findings import Finding
 from reconciler.sources import fields, push
-from reconciler.sources.fields import Finding, doc
+from reconciler.sources.fields import doc
 
 observe = push.observe
 PUSH = True
