@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reconciler import errors, fleet, settings, timestamps
+from reconciler import errors, fleet, settings
 from reconciler.config import problems as problems_mod
 from reconciler.model import Monitor, MonitorName
 from reconciler.planning import desired as desired_mod
@@ -62,10 +62,6 @@ class Snapshot:
     error_files: tuple[str, ...] = ()
     settings_error: str | None = None
     next_pause_expiry: float | None = None
-
-
-now_iso = timestamps.utc_seconds
-"""The current UTC time as ISO-8601 with seconds (``timestamps.utc_seconds``)."""
 
 
 _git_cache: dict[Path, tuple[tuple[Any, ...], tuple[str | None, bool]]] = {}
@@ -320,4 +316,4 @@ def read(
 
 
 __all__ = ["Snapshot", "action_check", "errors", "git_revision", "invalid_errors",
-           "next_pause_expiry", "now_iso", "read"]
+           "next_pause_expiry", "read"]

@@ -90,9 +90,8 @@ def bound(cfg: Settings, *, partial: bool = False
         wrong types, bad durations) at their ``line:col``, else the one ``settings``
         error of its agents, routines, channels or owner (``options.parse``) at its
         field (names are not checked then).
-        Before any of these: only one ``unsafe-permissions`` error when monitors.toml
-        defines agents or routines and another user could have written it
-        (``config.trust``).
+        (An untrusted monitors.toml never gets here: ``settings.load`` refuses it,
+        ``config.trust``.)
         With ``partial`` (lint: everything at once), schema problems do not stop the
         rest: each agent, routine and channel is checked on its own (a ``[channels.log]``
         redefinition is reported beside an unknown key), and when the three sections
@@ -101,14 +100,10 @@ def bound(cfg: Settings, *, partial: bool = False
     """
     import functools
 
-    from reconciler import errors, settings
+    from reconciler import errors
     from reconciler.actions import options
-    from reconciler.config import problems, settings_check, trust
+    from reconciler.config import settings_check
 
-    path = cfg.root / settings.SETTINGS_FILE
-    unsafe = trust.settings_problem(cfg.toml, path, root=cfg.root)
-    if unsafe:
-        return None, [problems.error(str(path), 1, 1, "", unsafe, trust.RULE)]
     found = settings_check.settings_problems(cfg)
     if found:
         return _despite(cfg, found) if partial else (None, found)

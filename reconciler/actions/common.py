@@ -7,7 +7,6 @@ Stdlib and leaves only (``durations``): lint imports the type modules through
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 from typing import Any
 
 from reconciler import durations
@@ -22,30 +21,6 @@ class Recovery(enum.StrEnum):
 
     RESEND = "resend"
     INTERRUPT = "interrupt"
-
-
-@dataclass(frozen=True, slots=True)
-class AddFlag:
-    """The ``monitors add`` flag that makes an action of this type (``cli/add.py`` reads it).
-
-    Attributes:
-        flag: the option, e.g. ``--webhook-out``.
-        metavar: what its value is called in ``--help`` (``URL``, ``[CHANNEL]``).
-        help: one line for ``--help``.
-        optional_value: the flag may be given without a value (``--notify``: ``""``).
-        takes_prompt: ``--prompt TEXT`` goes with it.
-    """
-
-    flag: str
-    metavar: str
-    help: str
-    optional_value: bool = False
-    takes_prompt: bool = False
-
-    @property
-    def param(self) -> str:
-        """The Python name of the flag's value (``webhook_out``)."""
-        return self.flag.lstrip("-").replace("-", "_")
 
 
 def seconds(value: Any, default: float) -> float:

@@ -32,10 +32,10 @@ from typing import Any, Protocol
 
 import httpx
 
-from reconciler import errors
+from reconciler import errors, timestamps
 from reconciler.actions import jobs, notifier, options, registry, spawn, templating
 from reconciler.actions.options import ActionsConfig, Redactor
-from reconciler.actions.records import FireStatus, FireStore, now_iso
+from reconciler.actions.records import FireStatus, FireStore
 from reconciler.events import Event
 from reconciler.model import Monitor
 
@@ -216,8 +216,8 @@ class Dispatcher:
     async def finish(
         self, monitor: Monitor, event: Event, status: FireStatus, **fields: Any
     ) -> None:
-        await self.update(monitor.name, event.id, status=str(status), finishedAt=now_iso(),
-                           **fields)
+        await self.update(monitor.name, event.id, status=str(status),
+                          finishedAt=timestamps.utc_micro(), **fields)
         reason = str(fields.get("reason", ""))
         if status is FireStatus.FAILED:
             LOG.warning("fire %s/%s failed: %s", monitor.name, event.id,

@@ -27,8 +27,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from reconciler import durations, errors
-from reconciler.actions.records import FireStore, now_iso
+from reconciler import durations, errors, timestamps
+from reconciler.actions.records import FireStore
 from reconciler.events import Event
 from reconciler.model import Monitor
 
@@ -105,7 +105,7 @@ class Guards:
         if len(window) + 1 > limit.max:
             reason = (f"rate limit: more than {limit.max} fires within "
                       f"{durations.format(limit.per)}; auto-paused (monitors resume {name})")
-            self.store.set_autopause(name, reason, now_iso())
+            self.store.set_autopause(name, reason, timestamps.utc_micro())
             window.clear()
             LOG.warning("%s: %s", name, reason)
             self.owner.notify_owner(name, reason)
@@ -169,7 +169,7 @@ class Guards:
             return
         self._streaks[key] += 1
         if self._streaks[key] >= self.threshold and not state.get(kind):
-            state[kind] = {"since": now_iso(), "count": self._streaks[key]}
+            state[kind] = {"since": timestamps.utc_micro(), "count": self._streaks[key]}
             await self._save(name, state)
             what = "checks" if kind == CHECKS else "fires"
             detail = f": last error: {reason}" if reason else ""

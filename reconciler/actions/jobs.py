@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reconciler import errors
+from reconciler import errors, timestamps
 from reconciler.actions import agents, options, spawn
 from reconciler.actions.options import CommandSpec
-from reconciler.actions.records import OUTPUT_FILE, PROMPT_FILE, FireStatus, fire_dir, now_iso
+from reconciler.actions.records import OUTPUT_FILE, PROMPT_FILE, FireStatus, fire_dir
 from reconciler.events import Event
 from reconciler.model import Monitor
 
@@ -137,7 +137,7 @@ class Runs:
             # Durable "dispatched" before the spawn: a crash after this point can never
             # lead to a second spawn (at-most-once; recovery marks it interrupted).
             await d.update(name, event.id, status=str(FireStatus.DISPATCHED), action=job.kind,
-                           attempts=1, dispatchedAt=now_iso(), command=job.spec.name,
+                           attempts=1, dispatchedAt=timestamps.utc_micro(), command=job.spec.name,
                            argv0=argv[0], output=OUTPUT_FILE)
             outcome = await spawn.execute(
                 argv, cwd=cwd, env=env, timeout=timeout,
@@ -162,7 +162,7 @@ class Runs:
             )
         except asyncio.CancelledError:
             await d.update(name, event.id, status=str(FireStatus.INTERRUPTED),
-                           finishedAt=now_iso(),
+                           finishedAt=timestamps.utc_micro(),
                            reason="daemon stopped while running: process group killed")
             raise
         except Exception as e:

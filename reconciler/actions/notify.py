@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from reconciler.actions.common import AddFlag, Recovery
+from reconciler.actions.common import Recovery
 from reconciler.actions.options import ActionsConfig
+from reconciler.addflags import AddFlag
 
 if TYPE_CHECKING:
     from reconciler.actions.dispatch import Dispatcher
@@ -95,8 +96,9 @@ async def fire(d: Dispatcher, monitor: Monitor, event: Event, spec: NotifySpec, 
     Raises:
         errors.MonitorsError: the message template does not render.
     """
+    from reconciler import timestamps
     from reconciler.actions import templating
-    from reconciler.actions.records import FireStatus, now_iso
+    from reconciler.actions.records import FireStatus
 
     channels = d.notifier.channels_for(spec.channel)
     message = d.redactor.redact(await d.render(
@@ -105,7 +107,8 @@ async def fire(d: Dispatcher, monitor: Monitor, event: Event, spec: NotifySpec, 
 
     async def deliver() -> None:
         await d.update(monitor.name, event.id, status=str(FireStatus.DISPATCHED),
-                       action=TYPE, dispatchedAt=now_iso(), channels=list(channels), **extra)
+                       action=TYPE, dispatchedAt=timestamps.utc_micro(), channels=list(channels),
+                       **extra)
         delivery = await d.notifier.send(channels, monitor=monitor.name, message=message,
                                          event_id=event.id)
         await d.finish(monitor, event,

@@ -24,7 +24,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from reconciler import timestamps
 from reconciler.events import Event
 from reconciler.model import Fingerprint, MonitorName
 
@@ -103,10 +102,6 @@ class FireStore(Protocol):
                     fires: DroughtMark | None = ...) -> None:
         """Record durably which droughts the owner has been told about."""
         ...
-
-
-now_iso = timestamps.utc_micro
-"""The current UTC time as ISO-8601 with microseconds and ``Z`` (``timestamps.utc_micro``)."""
 
 
 def fire_dir(store: FireStore, name: str, event_id: str) -> Path:

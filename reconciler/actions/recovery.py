@@ -27,12 +27,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from reconciler import timestamps
 from reconciler.actions import registry
 from reconciler.actions.common import Recovery
 from reconciler.actions.records import (
     FireStatus,
     FireStore,
-    now_iso,
     record_to_event,
     status_of,
 )
@@ -96,7 +96,8 @@ async def recover(store: FireStore, monitors: Mapping[str, Monitor],
             reason = "dispatched at start: outcome unknown; not re-spawned (at-most-once)"
         reasons = record.get("reasons")
         await asyncio.to_thread(store.update_fire, name, event.id,
-                                status=str(FireStatus.INTERRUPTED), finishedAt=now_iso(),
+                                status=str(FireStatus.INTERRUPTED),
+                                finishedAt=timestamps.utc_micro(),
                                 action=action, reason=reason,
                                 reasons=[*(reasons if isinstance(reasons, list) else []), reason])
         out.append(Recovered(name, event.id, action, "interrupted", reason))

@@ -17,8 +17,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from reconciler.actions import notify, routine, run, webhook_out
-from reconciler.actions.common import AddFlag, Recovery
+from reconciler.actions.common import Recovery
 from reconciler.actions.options import ActionsConfig
+from reconciler.addflags import AddFlag
 
 if TYPE_CHECKING:
     from reconciler import model

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from reconciler import errors
 from reconciler.actions import options
-from reconciler.actions.common import AddFlag, Recovery
+from reconciler.actions.common import Recovery
 from reconciler.actions.options import ActionsConfig, CommandSpec
+from reconciler.addflags import AddFlag
 
 if TYPE_CHECKING:
     from reconciler.actions.dispatch import Dispatcher

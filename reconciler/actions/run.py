@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from reconciler import errors
 from reconciler.actions import agents, options
-from reconciler.actions.common import AddFlag, Recovery, mapping, seconds
+from reconciler.actions.common import Recovery, mapping, seconds
 from reconciler.actions.options import ActionsConfig
+from reconciler.addflags import AddFlag
 
 if TYPE_CHECKING:
     from reconciler.actions.dispatch import Dispatcher

@@ -34,8 +34,9 @@ from typing import TYPE_CHECKING, Any
 
 from reconciler import __version__ as VERSION
 from reconciler import errors
-from reconciler.actions.common import AddFlag, Recovery, mapping, seconds
+from reconciler.actions.common import Recovery, mapping, seconds
 from reconciler.actions.options import ActionsConfig
+from reconciler.addflags import AddFlag
 
 if TYPE_CHECKING:
     from reconciler.actions.dispatch import Dispatcher
@@ -201,8 +202,9 @@ async def fire(d: Dispatcher, monitor: Monitor, event: Event, spec: WebhookOutSp
     Raises:
         errors.MonitorsError: a ``${ENV}`` reference is not set.
     """
+    from reconciler import timestamps
     from reconciler.actions import retry, webhook_send
-    from reconciler.actions.records import FireStatus, now_iso
+    from reconciler.actions.records import FireStatus
 
     record = await d.read_fire(monitor.name, event.id, why="re-sent body rebuilt from "
                                "the event") if recovered else {}
@@ -215,7 +217,7 @@ async def fire(d: Dispatcher, monitor: Monitor, event: Event, spec: WebhookOutSp
         # the body as sent (the record's JSON would not keep its key order), so a
         # re-send after a crash repeats the very bytes and signature of this one
         await d.update(monitor.name, event.id, status=str(FireStatus.DISPATCHED),
-                       action=TYPE, dispatchedAt=now_iso(),
+                       action=TYPE, dispatchedAt=timestamps.utc_micro(),
                        signed=SIGNATURE_HEADER in request_headers,
                        body=data.decode("utf-8"), **extra)
         # A re-send after a crash goes on counting: the record holds the attempts

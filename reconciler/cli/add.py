@@ -37,10 +37,10 @@ def _action_words(*, optional: bool) -> list[tuple[str, str]]:
     (``optional=False``; ``--prompt`` after the first that takes a prompt) or that may
     go without one (``optional=True``, e.g. ``--notify``)."""
     flags = [kind.ADD for kind in actions_registry.TYPES.values()]
-    words = [(flag.param, flag.flag) for flag in flags if flag.optional_value == optional]
+    words = [(flag.dest, flag.flag) for flag in flags if flag.optional_value == optional]
     if not optional:
         first = next(i for i, (param, _) in enumerate(words)
-                     if any(f.param == param and f.takes_prompt for f in flags))
+                     if any(f.dest == param and f.takes_prompt for f in flags))
         words.insert(first + 1, ("prompt", "--prompt"))
     return words
 
@@ -169,7 +169,7 @@ def command(ctx: click.Context, /, **params: Any) -> int:
         rate_limit=params["rate_limit"], interval=params["interval"],
         description=params["description"], labels=tuple(params["labels"]),
         force=params["force"],
-        **{kind.ADD.param: params[kind.ADD.param] for kind in actions_registry.TYPES.values()},
+        **{kind.ADD.dest: params[kind.ADD.dest] for kind in actions_registry.TYPES.values()},
     )
     doc = adddoc.build_doc(req)
     monitor = normalize.monitor(doc, name=req.name)

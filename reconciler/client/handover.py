@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reconciler import errors, settings, snapshot
+from reconciler import errors, settings, snapshot, timestamps
 from reconciler.client import control as client
 from reconciler.daemon import protocol
 from reconciler.model import MonitorName
@@ -73,7 +73,7 @@ def current_plan(cfg: settings.Settings, *, allow_mass_stop: bool = False) -> pl
         device=cfg.device, daemon_running=status is not None,
         daemon_pid=status.get("pid") if status else None, generation=generation,
         digest=snap.digest, commit=snap.commit, dirty=snap.dirty, problems=tuple(snap.problems),
-        created_at=snapshot.now_iso(), root=cfg.root, error_files=tuple(snap.error_files),
+        created_at=timestamps.utc_seconds(), root=cfg.root, error_files=tuple(snap.error_files),
         settings_digest=protocol.settings_digest(cfg))
     return plan_mod.make(snap.desired, running, basis, allow_mass_stop=allow_mass_stop)
 

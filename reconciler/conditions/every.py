@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from reconciler.addflags import AddFlag
 from reconciler.conditions import signature
 from reconciler.conditions.decision import Decision, Reason
-from reconciler.conditions.spec import AddFlag, Condition
+from reconciler.conditions.spec import Condition
 from reconciler.findings import Finding
 from reconciler.model import ConditionMode, Monitor, Observation
 
@@ -16,7 +17,7 @@ MODE = ConditionMode.EVERY
 QUIET = "not fired yet"
 """The liveness text's tail while the monitor has never fired (``list``, ``view``)."""
 
-ADD = AddFlag("--every", "Fire on every observation (pair with a rate limit).")
+ADD = AddFlag("--every", None, "Fire on every observation (pair with a rate limit).")
 """The ``monitors add`` flag (``registry.add_flags``)."""
 
 def describe(spec: Condition) -> str:

@@ -13,9 +13,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from reconciler.addflags import AddFlag
 from reconciler.conditions import signature
 from reconciler.conditions.decision import Decision, Reason
-from reconciler.conditions.spec import AddFlag, Condition, regex_flag
+from reconciler.conditions.spec import Condition, regex_flag
 from reconciler.findings import Finding
 from reconciler.model import ConditionMode, Monitor, Observation, Severity
 
@@ -32,7 +33,7 @@ _WORDS = re.compile(r"[a-z]+")
 QUIET = "no match yet"
 """The liveness text's tail while the monitor has never fired (``list``, ``view``)."""
 
-ADD = AddFlag("--match", "Fire when the observation matches RE.", "RE")
+ADD = AddFlag("--match", "RE", "Fire when the observation matches RE.")
 """The ``monitors add`` flag (``registry.add_flags``)."""
 
 def describe(spec: Condition) -> str:

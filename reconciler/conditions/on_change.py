@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from reconciler.addflags import AddFlag
 from reconciler.conditions import signature
 from reconciler.conditions.decision import Decision, Reason
-from reconciler.conditions.spec import AddFlag, Condition
+from reconciler.conditions.spec import Condition
 from reconciler.findings import Finding
 from reconciler.model import ConditionMode, Monitor, Observation
 
@@ -21,7 +22,7 @@ MODE = ConditionMode.ON_CHANGE
 QUIET = "no change yet"
 """The liveness text's tail while the monitor has never fired (``list``, ``view``)."""
 
-ADD = AddFlag("--on-change", "Fire when the observation changes (default).")
+ADD = AddFlag("--on-change", None, "Fire when the observation changes (default).")
 """The ``monitors add`` flag (``registry.add_flags``)."""
 
 def describe(spec: Condition) -> str:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from reconciler import errors
+from reconciler.addflags import AddFlag
 from reconciler.conditions import every, match, on_change, spec
 from reconciler.conditions.decision import Decision
 from reconciler.conditions.spec import Condition
@@ -31,7 +32,7 @@ class Mode(Protocol):
     def check(self, raw: Mapping[str, Any]) -> list[Finding]: ...
 
     @property
-    def ADD(self) -> spec.AddFlag: ...
+    def ADD(self) -> AddFlag: ...
 
     def from_flag(self, value: Any, /) -> dict[str, Any]:
         """The ``condition`` mapping ``monitors add`` writes (raises ``UsageError``)."""
@@ -71,7 +72,7 @@ def check(raw: Mapping[str, Any]) -> list[Finding]:
     return out
 
 
-def add_flags() -> list[spec.AddFlag]:
+def add_flags() -> list[AddFlag]:
     """The ``monitors add`` condition flags: one per mode (``MODES`` order), then the
     shared ``--dedupe-key``."""
     return [m.ADD for m in MODES.values()] + [spec.DEDUPE_KEY]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reconciler import errors
+from reconciler.addflags import AddFlag
 from reconciler.findings import Finding
 from reconciler.model import ConditionMode
 
@@ -47,34 +48,7 @@ class Condition:
     ignore: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class AddFlag:
-    """How ``monitors add`` asks for a condition: one flag, read by ``cli/add.py`` (the
-    click option) and ``registry.from_flags`` (the ``condition`` mapping written).
-
-    Attributes:
-        flag: the option, e.g. ``--match``.
-        help: one line for ``--help``.
-        metavar: its value in ``--help`` (``RE``), or None for a switch taking no value
-            (``--every``).
-    """
-
-    flag: str
-    help: str
-    metavar: str | None = None
-
-    @property
-    def dest(self) -> str:
-        """The click parameter name: ``--dedupe-key`` -> ``dedupe_key``."""
-        return self.flag.removeprefix("--").replace("-", "_")
-
-    @property
-    def switch(self) -> bool:
-        """The flag takes no value (``--on-change``, ``--every``)."""
-        return self.metavar is None
-
-
-DEDUPE_KEY = AddFlag("--dedupe-key", "The first match of RE is the event signature.", "RE")
+DEDUPE_KEY = AddFlag("--dedupe-key", "RE", "The first match of RE is the event signature.")
 """The ``add`` flag of ``dedupeKey``, the field every mode shares."""
 
 

@@ -26,7 +26,6 @@ from reconciler.config import problems as P
 from reconciler.config.problems import Problem
 from reconciler.config.yamlload import Document
 from reconciler.findings import Finding
-from reconciler.model import Severity
 from reconciler.sources import registry as source_types
 
 NAME = re.compile(r"[a-z][a-z0-9-]{0,62}")
@@ -79,10 +78,7 @@ def check(doc: Document, *, stem: str) -> list[Problem]:
             out.extend(_url(doc, (section, "url"), mapping["url"]))
     source = data.get("source")
     if isinstance(source, dict):
-        for found in source_types.check(source):
-            line, col = doc.position(found.path)
-            out.append(Problem(doc.file, line, col, P.dotted(found.path), found.message,
-                               Severity(found.severity), found.rule))
+        out.extend(_findings(doc, source_types.check(source)))
     return out
 
 

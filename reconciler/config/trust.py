@@ -31,9 +31,7 @@ import grp
 import os
 import pwd
 import stat
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 RULE = "unsafe-permissions"
 def _who(uid: int) -> str:
@@ -197,13 +195,3 @@ def file_problem(path: Path, what: str, *, root: Path, uid: int | None = None) -
     me = os.geteuid() if uid is None else uid
     return (f"refused this {what}: monitors acts on it as {_name(me)}, and another user "
             f"could change it: {found}")
-
-
-def settings_problem(toml: Mapping[str, Any], path: Path, *, root: Path) -> str | None:
-    """The ``unsafe-permissions`` message when ``monitors.toml`` (``path``, parsed as
-    ``toml``) is not empty and another user could have written it (``file_problem``),
-    else None. ``settings.load`` refuses such a file first; this guards ``Settings``
-    built another way (the daemon's start and ``actions.checks.bound``)."""
-    if not toml:
-        return None
-    return file_problem(path, "monitors.toml", root=root)

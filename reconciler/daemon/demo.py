@@ -12,7 +12,7 @@ import asyncio
 import logging
 from pathlib import Path
 
-from reconciler import atomic, settings, snapshot
+from reconciler import atomic, settings, timestamps
 
 log = logging.getLogger("monitors.daemon")
 
@@ -29,7 +29,7 @@ async def tick(root: Path, *, interval: float = INTERVAL) -> None:
     n = 0
     while True:
         n += 1
-        text = f"demo tick {n} at {snapshot.now_iso()}\n"
+        text = f"demo tick {n} at {timestamps.utc_seconds()}\n"
         try:
             await asyncio.to_thread(_write, path, text)
         except OSError as e:

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from reconciler import errors, redaction, settings, snapshot
+from reconciler import errors, redaction, settings, timestamps
 from reconciler.daemon import control, logformat, operations, protocol, watch
 from reconciler.daemon import parts as parts_mod
 from reconciler.daemon import reconcile as reconcile_mod
@@ -161,7 +161,7 @@ class Daemon:
             loop.add_signal_handler(sig, self._request_stop, sig)
         loop.add_signal_handler(signal.SIGHUP, self._request_reload)
         self.registry.running = True
-        self.registry.daemon_started_at = snapshot.now_iso()
+        self.registry.daemon_started_at = timestamps.utc_seconds()
         self.parts = self.reconciler.parts = parts_mod.build(
             self.cfg, self.registry, redactor=self.redactor, on_autopause=self._autopaused_now)
         server: control.ControlServer | None = None

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from reconciler import errors, redaction, settings, snapshot
+from reconciler import redaction, settings, timestamps
 from reconciler.daemon import supervisor
 from reconciler.state import registry as registry_mod
 
@@ -46,20 +46,15 @@ def build(cfg: settings.Settings, registry: registry_mod.Registry, *,
         on_autopause: called with a monitor's name when the rate limit auto-pauses it.
 
     Raises:
-        errors.ConfigError: monitors.toml is not trusted (``config.trust``) or an action
-            section of it is invalid.
+        errors.ConfigError: an action section of monitors.toml is invalid (an
+            untrusted monitors.toml is refused before, by ``settings.load``).
     """
     from reconciler import fleet
     from reconciler.actions import dispatch, guards
-    from reconciler.config import trust
     from reconciler.daemon import evaluator
     from reconciler.sources.context import SourceContext
     from reconciler.state import store as store_mod
 
-    toml_path = cfg.root / settings.SETTINGS_FILE
-    unsafe = trust.settings_problem(cfg.toml, toml_path, root=cfg.root)
-    if unsafe:  # its agents and routines would run what another user wrote
-        raise errors.ConfigError(f"{toml_path}: {unsafe}")
     store = store_mod.Store(cfg.state_dir)
     dispatcher = dispatch.build(store, cfg.toml, state_dir=cfg.state_dir, root=cfg.root,
                                 redactor=redactor)
@@ -70,4 +65,4 @@ def build(cfg: settings.Settings, registry: registry_mod.Registry, *,
     engine = evaluator.Engine(store, dispatcher, ctx=ctx, guard=guard)
     return Parts(store=store, dispatcher=dispatcher, guard=guard, ctx=ctx, engine=engine,
                  supervisor=supervisor.Supervisor(engine, store, registry,
-                                                  now=snapshot.now_iso))
+                                                  now=timestamps.utc_seconds))

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from reconciler import redaction, settings, snapshot
+from reconciler import redaction, settings, snapshot, timestamps
 from reconciler.daemon import parts as parts_mod
 from reconciler.daemon import supervisor
 from reconciler.model import Monitor, MonitorName
@@ -136,8 +136,9 @@ class Reconciler:
             basis = plan_mod.Basis(
                 device=self.cfg.device, daemon_running=True, daemon_pid=os.getpid(),
                 generation=self.registry.generation, digest=snap.digest, commit=snap.commit,
-                dirty=snap.dirty, problems=tuple(snap.problems), created_at=snapshot.now_iso(),
-                root=self.cfg.root, error_files=tuple(snap.error_files))
+                dirty=snap.dirty, problems=tuple(snap.problems),
+                created_at=timestamps.utc_seconds(), root=self.cfg.root,
+                error_files=tuple(snap.error_files))
             plan = plan_mod.make(
                 snap.desired, supervisor.running_monitors(self.registry), basis,
                 allow_mass_stop=allow_mass_stop or self.allow_mass_stop)
@@ -147,7 +148,7 @@ class Reconciler:
                                    "reason": plan.mass_stop or ""} for c in applied.held]
             self.registry.digest = snap.digest
             self.registry.commit, self.registry.dirty = snap.commit, snap.dirty
-            self.registry.applied_at = snapshot.now_iso()
+            self.registry.applied_at = timestamps.utc_seconds()
             try:
                 await asyncio.to_thread(self._publish_if_changed)
             except OSError as e:

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from reconciler import errors
+from reconciler.addflags import AddFlag
+from reconciler.findings import Finding
 from reconciler.model import Monitor, Observation
 from reconciler.sources import Started, StreamItem, fields
 from reconciler.sources.fields import DEFAULT_MAX_BYTES, doc
@@ -93,12 +95,12 @@ def normalize(raw: Mapping[str, Any]) -> CommandSpec:
     )
 
 
-def check(raw: Mapping[str, Any]) -> list[fields.Finding]:
+def check(raw: Mapping[str, Any]) -> list[Finding]:
     """No checks beyond the shared ones (durations) for ``command``."""
     return []
 
 
-ADD = fields.AddFlag("--watch", "CMD", "Each stdout line of a long-running CMD.")
+ADD = AddFlag("--watch", "CMD", "Each stdout line of a long-running CMD.")
 """``monitors add --watch CMD``."""
 
 

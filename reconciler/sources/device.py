@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from reconciler import errors
+from reconciler.addflags import AddFlag
+from reconciler.findings import Finding
 from reconciler.model import Monitor, Observation
 from reconciler.sources import fields
 from reconciler.sources.fields import doc
@@ -70,7 +72,7 @@ def normalize(raw: Mapping[str, Any]) -> DeviceSpec:
                       timeout=fields.dur(raw.get("timeout"), min(interval, TIMEOUT_CAP)))
 
 
-def check(raw: Mapping[str, Any]) -> list[fields.Finding]:
+def check(raw: Mapping[str, Any]) -> list[Finding]:
     """No checks beyond the shared ones (durations) for ``device``; the fleet file is
     checked across files (``config.repochecks``)."""
     return []
@@ -79,7 +81,7 @@ DISK_LOW, DISK_CRITICAL = 0.15, 0.05  # free fraction
 LOAD_LOW, LOAD_CRITICAL = 2.0, 4.0  # 1-minute load per CPU
 
 
-ADD = fields.AddFlag("--watch-device", "NAME", "A fleet device's reachability.",
+ADD = AddFlag("--watch-device", "NAME", "A fleet device's reachability.",
                      interval=True)
 """``monitors add --watch-device NAME [--interval D]``."""
 

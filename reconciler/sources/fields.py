@@ -126,49 +126,6 @@ def describe(kind: str, what: object, interval: float | None) -> str:
     return text
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Finding:
-    """A semantic problem a type's ``check`` found, without a position: ``path`` is the
-    JSON path under the monitor document (``("source", "type")``); ``config`` maps it to
-    ``file:line:col``. ``severity`` is ``error``, ``warning`` or ``info``; ``rule`` a
-    README rule id."""
-
-    path: tuple[str | int, ...]
-    message: str
-    rule: str
-    severity: str = "error"
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class AddFlag:
-    """How ``monitors add`` asks for a source type: one flag, read by ``cli/add.py``
-    (the click option) and ``config.authoring.adddoc`` (which calls the module's ``from_flag``).
-
-    Attributes:
-        flag: the option, e.g. ``--poll``.
-        metavar: its value(s) in ``--help``, e.g. ``CMD INTERVAL``.
-        help: one line for ``--help``.
-        nargs: values per use (``--poll`` and ``--poll-http`` take the interval as the
-            second value).
-        multiple: repeatable (``--on``); the value is then a tuple of strings.
-        integer: the value is an int (``--watch-pid``).
-        interval: ``--interval`` applies to this source.
-    """
-
-    flag: str
-    metavar: str
-    help: str
-    nargs: int = 1
-    multiple: bool = False
-    integer: bool = False
-    interval: bool = False
-
-    @property
-    def dest(self) -> str:
-        """The click parameter name: ``--watch-pid`` -> ``watch_pid``."""
-        return self.flag.removeprefix("--").replace("-", "_")
-
-
 def interval_flag(value: str, flag: str) -> str:
     """``value`` when it is a duration within 500ms..7d (an ``add`` interval as written).
 

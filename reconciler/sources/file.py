@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from reconciler import errors
+from reconciler.addflags import AddFlag
+from reconciler.findings import Finding
 from reconciler.model import Monitor, Observation
 from reconciler.sources import fields
 from reconciler.sources.fields import DEFAULT_MAX_BYTES, doc
@@ -83,12 +85,12 @@ def normalize(raw: Mapping[str, Any]) -> FileSpec:
     )
 
 
-def check(raw: Mapping[str, Any]) -> list[fields.Finding]:
+def check(raw: Mapping[str, Any]) -> list[Finding]:
     """No checks beyond the shared ones (durations) for ``file``."""
     return []
 
 
-ADD = fields.AddFlag("--watch-file", "PATH", "A file's content (or a directory listing).",
+ADD = AddFlag("--watch-file", "PATH", "A file's content (or a directory listing).",
                      interval=True)
 """``monitors add --watch-file PATH [--interval D]``."""
 

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from reconciler import durations, errors, redaction
+from reconciler.addflags import AddFlag
+from reconciler.findings import Finding
 from reconciler.model import Monitor, Observation
 from reconciler.sources import fields
 from reconciler.sources.fields import DEFAULT_MAX_BYTES, doc
@@ -88,12 +90,12 @@ def normalize(raw: Mapping[str, Any]) -> HttpSpec:
     )
 
 
-def check(raw: Mapping[str, Any]) -> list[fields.Finding]:
+def check(raw: Mapping[str, Any]) -> list[Finding]:
     """No checks beyond the shared ones (durations, URL) for ``poll-http``."""
     return []
 
 
-ADD = fields.AddFlag("--poll-http", "URL INTERVAL", "GET URL every INTERVAL.", nargs=2)
+ADD = AddFlag("--poll-http", "URL INTERVAL", "GET URL every INTERVAL.", nargs=2)
 """``monitors add --poll-http URL INTERVAL``."""
 
 

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from reconciler import errors
+from reconciler.addflags import AddFlag
+from reconciler.findings import Finding
 from reconciler.model import Monitor, Observation
 from reconciler.sources import fields
 from reconciler.sources.fields import doc
@@ -82,7 +84,7 @@ def normalize(raw: Mapping[str, Any]) -> PidSpec:
                    force=bool(raw.get("force", False)))
 
 
-def check(raw: Mapping[str, Any]) -> list[fields.Finding]:
+def check(raw: Mapping[str, Any]) -> list[Finding]:
     """No checks beyond the shared ones (durations) for ``pid``."""
     return []
 
@@ -90,7 +92,7 @@ def check(raw: Mapping[str, Any]) -> list[fields.Finding]:
 MAX_PID = 4194304
 """The largest pid Linux can give (``PID_MAX_LIMIT``; the schema's ``source.pid`` maximum)."""
 
-ADD = fields.AddFlag("--watch-pid", "PID", "Fire when process PID exits.", integer=True,
+ADD = AddFlag("--watch-pid", "PID", "Fire when process PID exits.", integer=True,
                      interval=True)
 """``monitors add --watch-pid PID [--interval D] [--force]``."""
 

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from reconciler import durations, errors
+from reconciler.addflags import AddFlag
+from reconciler.findings import Finding
 from reconciler.model import Monitor, Observation
 from reconciler.sources import fields
 from reconciler.sources.fields import DEFAULT_MAX_BYTES, doc
@@ -85,12 +87,12 @@ def normalize(raw: Mapping[str, Any]) -> PollSpec:
     )
 
 
-def check(raw: Mapping[str, Any]) -> list[fields.Finding]:
+def check(raw: Mapping[str, Any]) -> list[Finding]:
     """No checks beyond the shared ones (durations) for ``poll``."""
     return []
 
 
-ADD = fields.AddFlag("--poll", "CMD INTERVAL", "Re-run CMD every INTERVAL.", nargs=2)
+ADD = AddFlag("--poll", "CMD INTERVAL", "Re-run CMD every INTERVAL.", nargs=2)
 """``monitors add --poll CMD INTERVAL``."""
 
 

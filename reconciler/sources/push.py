@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from reconciler import errors
-from reconciler.model import Monitor, Observation
-from reconciler.sources.fields import Finding
+from reconciler.findings import Finding
+from reconciler.model import Monitor, Observation, Severity
 
 if TYPE_CHECKING:
     from reconciler.sources.context import SourceContext
@@ -28,7 +28,7 @@ def check(kind: str) -> list[Finding]:
     return [Finding(("source", "type"),
                     f"{kind} is a push source: validated, but the daemon does not evaluate "
                     "push sources yet (it will skip this monitor)",
-                    "not-evaluated", "warning")]
+                    "not-evaluated", Severity.WARNING)]
 
 
 async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:

@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from reconciler.addflags import AddFlag
+from reconciler.findings import Finding
 from reconciler.model import Monitor, Observation
 from reconciler.sources import command, device, fields, file, http, pid, poll, webhook, ws
 
@@ -38,7 +40,7 @@ class SourceType(Protocol):
         """The spec of a schema-valid ``source`` mapping (raises ValueError)."""
         ...
 
-    def check(self, raw: Mapping[str, Any], /) -> list[fields.Finding]:
+    def check(self, raw: Mapping[str, Any], /) -> list[Finding]:
         """Semantic findings for lint (position-free)."""
         ...
 
@@ -47,7 +49,7 @@ class SourceType(Protocol):
         ...
 
     @property
-    def ADD(self) -> fields.AddFlag: ...
+    def ADD(self) -> AddFlag: ...
 
     def from_flag(self, value: Any, /, *, interval: str | None,
                   force: bool) -> dict[str, Any]:
@@ -96,14 +98,14 @@ def from_json(data: Mapping[str, Any]) -> SourceSpec:
     return fields.from_json(TYPES[kind].Spec, data)
 
 
-def check(raw: Mapping[str, Any]) -> list[fields.Finding]:
+def check(raw: Mapping[str, Any]) -> list[Finding]:
     """The type's semantic findings for a ``source`` mapping (none for an unknown or
     missing type: the schema reports that)."""
     kind = raw.get("type")
     return TYPES[kind].check(raw) if isinstance(kind, str) and kind in TYPES else []
 
 
-def add_flags() -> list[tuple[str, fields.AddFlag]]:
+def add_flags() -> list[tuple[str, AddFlag]]:
     """``(type, flag)`` for every source type, in ``ADD_ORDER``."""
     def rank(kind: str) -> int:
         return ADD_ORDER.index(kind) if kind in ADD_ORDER else len(ADD_ORDER)

@@ -11,8 +11,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from reconciler import errors
+from reconciler.addflags import AddFlag
+from reconciler.findings import Finding
 from reconciler.sources import fields, push
-from reconciler.sources.fields import Finding, doc
+from reconciler.sources.fields import doc
 
 observe = push.observe
 PUSH = True
@@ -20,7 +22,7 @@ PUSH = True
 
 PROVIDERS = ("github", "linear")
 """The providers ``add --on`` accepts (the schema's ``provider`` enum)."""
-ADD = fields.AddFlag("--on", "SRC:EVENT",
+ADD = AddFlag("--on", "SRC:EVENT",
                      "A signed webhook delivery, e.g. github:pull_request (repeatable).",
                      multiple=True)
 """``monitors add --on SRC:EVENT [--on SRC:EVENT ...]``."""

@@ -12,14 +12,16 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from reconciler import errors
+from reconciler.addflags import AddFlag
+from reconciler.findings import Finding
 from reconciler.sources import fields, push
-from reconciler.sources.fields import Finding, doc
+from reconciler.sources.fields import doc
 
 observe = push.observe
 PUSH = True
 """Pushed, not polled: validated, not evaluated yet."""
 
-ADD = fields.AddFlag("--ws", "URL", "Each frame pushed over a WebSocket.")
+ADD = AddFlag("--ws", "URL", "Each frame pushed over a WebSocket.")
 """``monitors add --ws URL``."""
 
 

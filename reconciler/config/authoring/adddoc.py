@@ -126,7 +126,7 @@ def build_action(req: AddRequest) -> dict[str, Any]:
         errors.UsageError: no action, more than one, ``--run`` without ``--prompt``,
             ``--prompt`` with an action that takes none.
     """
-    values = {kind: getattr(req, kind.ADD.param) for kind in actions_registry.TYPES.values()}
+    values = {kind: getattr(req, kind.ADD.dest) for kind in actions_registry.TYPES.values()}
     given = [kind for kind, value in values.items() if value is not None]
     if len(given) != 1:
         which = "none" if not given else ", ".join(kind.ADD.flag for kind in given)
