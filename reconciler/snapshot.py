@@ -16,7 +16,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,74 +63,12 @@ class Snapshot:
     next_pause_expiry: float | None = None
 
 
-_git_cache: dict[Path, tuple[tuple[Any, ...], tuple[str | None, bool]]] = {}
-_git_cache_lock = threading.Lock()
-
-
 def git_revision(root: Path, *, digest: str | None = None) -> tuple[str | None, bool]:
-    """``(commit sha, dirty)`` of the git checkout holding ``root``; ``(None, False)``
-    outside git or before the first commit. Dirty counts only the layer files'
-    directory tree (``root``), untracked files included.
+    """``(commit sha, dirty)`` of the checkout holding ``root``: ``config.gitrepo.revision``
+    (cached per ``digest``; see there)."""
+    from reconciler.config import gitrepo
 
-    With ``digest`` (the loader digest of the layer files) the answer is cached per
-    ``root`` and reused while the digest, the (mtime, size, inode) of ``.git/HEAD``, the
-    current ref file and ``packed-refs``, and the checksum ending ``.git/index`` (its
-    stat when the checksum is off: ``index.skipHash``) are unchanged, so a no-op
-    reconcile runs no ``git status``. (A change to a file that is neither a layer file
-    nor staged, e.g. a new untracked README, shows in ``dirty`` at the next change of
-    one of those signals.) A broken ``.git`` gives ``(None, False)``, logged at debug.
-    """
-    gitdir = _git_dir(root)
-    if gitdir is None:
-        return None, False
-    key = (digest, *_git_signals(gitdir)) if digest else None
-    if key is not None:
-        with _git_cache_lock:
-            cached = _git_cache.get(root)
-        if cached is not None and cached[0] == key:
-            return cached[1]
-    answer = _git_revision(root)
-    if key is not None and (digest, *_git_signals(gitdir)) == key:
-        # (unchanged while git ran; ``git status`` may rewrite the index with the same
-        # content: its checksum, not its mtime, is in the key)
-        with _git_cache_lock:
-            _git_cache[root] = (key, answer)
-    return answer
-
-
-def _git_revision(root: Path) -> tuple[str | None, bool]:
-    try:
-        import git
-
-        repo = git.Repo(root, search_parent_directories=True)
-        try:
-            sha = str(repo.head.commit.hexsha)
-        except ValueError:
-            return None, False
-        rel = os.path.relpath(root, repo.working_tree_dir or root)
-        dirty = bool(repo.is_dirty(untracked_files=True, path=None if rel == "." else rel))
-        return sha, dirty
-    except Exception as e:  # a broken .git must not break planning; the plan then has no commit
-        log.debug("%s: cannot read the git revision: %r", root, e)
-        return None, False
-
-
-def _git_dir(root: Path) -> Path | None:
-    """The git directory of the checkout holding ``root`` (``.git`` or what a ``.git``
-    file names: worktrees, submodules), or None outside git."""
-    for candidate in (root, *root.parents):
-        dot = candidate / ".git"
-        if dot.is_dir():
-            return dot
-        if dot.exists():
-            try:
-                text = dot.read_text(encoding="utf-8", errors="replace").strip()
-            except OSError:
-                return dot
-            if text.startswith("gitdir:"):
-                return (candidate / text[len("gitdir:"):].strip()).resolve()
-            return dot
-    return None
+    return gitrepo.revision(root, digest=digest)
 
 
 def stat_key(path: Path) -> tuple[int, int, int] | None:
@@ -142,42 +79,6 @@ def stat_key(path: Path) -> tuple[int, int, int] | None:
     except OSError:
         return None
     return st.st_mtime_ns, st.st_size, st.st_ino
-
-
-def _index_key(path: Path) -> Any:
-    """The trailing checksum of a git index (SHA-1 or SHA-256 repositories: the last 32
-    bytes cover both) with its size; the stat when the checksum is zero (skipHash)."""
-    try:
-        with open(path, "rb") as f:
-            size = f.seek(0, os.SEEK_END)
-            f.seek(max(0, size - 32))
-            tail = f.read()
-    except OSError:
-        return None
-    if not tail[-20:].strip(b"\0"):
-        return stat_key(path)
-    return size, tail
-
-
-def _git_signals(gitdir: Path) -> tuple[Any, ...]:
-    """Cheap stats that change whenever the commit or the index does."""
-    common = gitdir
-    try:
-        raw = (gitdir / "commondir").read_text(encoding="utf-8").strip()
-        common = (gitdir / raw).resolve()
-    except OSError:
-        pass
-    ref: Path | None = None
-    try:
-        head = (gitdir / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
-        if head.startswith("ref:"):
-            name = head[len("ref:"):].strip()
-            ref = gitdir / name if (gitdir / name).exists() else common / name
-    except OSError:
-        head = ""
-    return (str(gitdir), head, stat_key(gitdir / "HEAD"),
-            stat_key(ref) if ref is not None else None,
-            stat_key(common / "packed-refs"), _index_key(gitdir / "index"))
 
 
 ActionCheck = Callable[[Mapping[str, Any]], list[tuple[str, str]]]

@@ -1,14 +1,21 @@
-"""Git, through GitPython: the upstream cache, the configuration repository's ``HEAD``,
-the pause author and ``--commit``.
+"""Git, through GitPython: every git operation of monitors is here.
 
-* ``fetch`` fetches the upstream (``systemrecord.Upstream``) into a bare cache at
-  ``<state>/system-upstream.git`` with forced refspecs (``+refs/heads/*``,
-  ``+refs/tags/*``, pruned), so a force-pushed or rewritten upstream is simply
-  followed; ``resolve`` finds the commit a ref names there and ``tree_files`` the
-  files of the upstream folder at that commit.
-* ``baseline`` compares ``system/`` with the configuration repository's ``HEAD`` (used
-  before the first pull, when no record says what the files should be).
-* ``author`` and ``commit`` serve the overlay commands (``pause --commit``).
+* The configuration repository's working tree (local mode): ``revision`` (the commit and
+  whether the layers are dirty, cached on cheap stats), ``author`` and ``commit``
+  (``pause --commit``), ``baseline`` (``system/`` against ``HEAD`` before the first pull).
+* The system layer's upstream (``system pull``): ``fetch`` into a bare cache at
+  ``<state>/system-upstream.git`` with forced, pruned refspecs, so a force-pushed or
+  rewritten upstream is simply followed; ``resolve`` and ``tree_files``.
+* Following a ref (git mode, ``config.gitfollow``): ``open_repository`` /
+  ``open_mirror``, ``fetch_remote`` / ``fetch_mirror``, ``resolve_ref``, ``read_blobs``
+  (files of a commit's tree, read from the object database: the working tree and the
+  index are never read or written) and ``verify_commit``.
+
+Why GitPython and not our own ``subprocess`` calls: it resolves refs in Python (loose
+refs and ``packed-refs``, no process), so checking an unchanged ref costs no fork, and
+it reads objects through one long-lived ``git cat-file --batch`` process, so a tree of
+many blobs costs one process; ``fetch`` and ``verify-commit``, which have no library
+equivalent, go through its ``repo.git`` wrapper of the git command.
 
 Every git failure is one ``GitError`` line (git's own ``fatal:`` line). Must not:
 change ``system/`` or its record (``systempull``); no click, no printing.
@@ -16,7 +23,9 @@ change ``system/`` or its record (``systempull``); no click, no printing.
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +35,8 @@ from reconciler import atomic, errors
 from reconciler.config import systemrecord
 from reconciler.config.systemrecord import Upstream
 from reconciler.settings import Settings
+
+log = logging.getLogger("monitors.git")
 
 CACHE_DIR = "system-upstream.git"
 HEAD_REF = "refs/upstream/HEAD"
@@ -291,3 +302,280 @@ def commit(settings: Settings, paths: Iterable[Path], message: str) -> str | Non
             hint = " (set git config user.name and user.email)"
         raise GitError(f"--commit: git commit failed: {_last_line(e)}{hint}") from e
     return str(repo.head.commit.hexsha)
+
+
+# -- the working tree's revision (local mode) ------------------------------------------------
+
+_revision_cache: dict[Path, tuple[tuple[Any, ...], tuple[str | None, bool]]] = {}
+_revision_lock = threading.Lock()
+
+
+def revision(root: Path, *, digest: str | None = None) -> tuple[str | None, bool]:
+    """``(commit sha, dirty)`` of the git checkout holding ``root``; ``(None, False)``
+    outside git or before the first commit. Dirty counts only the layer files'
+    directory tree (``root``), untracked files included.
+
+    With ``digest`` (the loader digest of the layer files) the answer is cached per
+    ``root`` and reused while the digest, the (mtime, size, inode) of ``.git/HEAD``, the
+    current ref file and ``packed-refs``, and the checksum ending ``.git/index`` (its
+    stat when the checksum is off: ``index.skipHash``) are unchanged, so a no-op
+    reconcile runs no ``git status``. (A change to a file that is neither a layer file
+    nor staged, e.g. a new untracked README, shows in ``dirty`` at the next change of
+    one of those signals.) A broken ``.git`` gives ``(None, False)``, logged at debug.
+    """
+    gitdir = git_dir(root)
+    if gitdir is None:
+        return None, False
+    key = (digest, *_signals(gitdir)) if digest else None
+    if key is not None:
+        with _revision_lock:
+            cached = _revision_cache.get(root)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+    answer = _revision(root)
+    if key is not None and (digest, *_signals(gitdir)) == key:
+        # (unchanged while git ran; ``git status`` may rewrite the index with the same
+        # content: its checksum, not its mtime, is in the key)
+        with _revision_lock:
+            _revision_cache[root] = (key, answer)
+    return answer
+
+
+def _revision(root: Path) -> tuple[str | None, bool]:
+    try:
+        git = _git()
+        repo = git.Repo(root, search_parent_directories=True)
+        try:
+            sha = str(repo.head.commit.hexsha)
+        except ValueError:
+            return None, False
+        rel = os.path.relpath(root, repo.working_tree_dir or root)
+        dirty = bool(repo.is_dirty(untracked_files=True, path=None if rel == "." else rel))
+        return sha, dirty
+    except Exception as e:  # a broken .git must not break planning; the plan then has no commit
+        log.debug("%s: cannot read the git revision: %r", root, e)
+        return None, False
+
+
+def git_dir(root: Path) -> Path | None:
+    """The git directory of the checkout holding ``root`` (``.git`` or what a ``.git``
+    file names: worktrees, submodules), or None outside git."""
+    for candidate in (root, *root.parents):
+        dot = candidate / ".git"
+        if dot.is_dir():
+            return dot
+        if dot.exists():
+            try:
+                text = dot.read_text(encoding="utf-8", errors="replace").strip()
+            except OSError:
+                return dot
+            if text.startswith("gitdir:"):
+                return (candidate / text[len("gitdir:"):].strip()).resolve()
+            return dot
+    return None
+
+
+def common_dir(gitdir: Path) -> Path:
+    """The common git directory of ``gitdir`` (refs, objects): itself, or what its
+    ``commondir`` file names (a linked worktree)."""
+    try:
+        raw = (gitdir / "commondir").read_text(encoding="utf-8").strip()
+    except OSError:
+        return gitdir
+    return (gitdir / raw).resolve()
+
+
+def _stat(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+
+def _index_key(path: Path) -> Any:
+    """The trailing checksum of a git index (SHA-1 or SHA-256 repositories: the last 32
+    bytes cover both) with its size; the stat when the checksum is zero (skipHash)."""
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - 32))
+            tail = f.read()
+    except OSError:
+        return None
+    if not tail[-20:].strip(b"\0"):
+        return _stat(path)
+    return size, tail
+
+
+def _signals(gitdir: Path) -> tuple[Any, ...]:
+    """Cheap stats that change whenever the commit or the index does."""
+    common = common_dir(gitdir)
+    ref: Path | None = None
+    try:
+        head = (gitdir / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
+        if head.startswith("ref:"):
+            name = head[len("ref:"):].strip()
+            ref = gitdir / name if (gitdir / name).exists() else common / name
+    except OSError:
+        head = ""
+    return (str(gitdir), head, _stat(gitdir / "HEAD"),
+            _stat(ref) if ref is not None else None,
+            _stat(common / "packed-refs"), _index_key(gitdir / "index"))
+
+
+# -- following a ref (git mode) --------------------------------------------------------------
+
+MIRROR_DIR = "git-mirror.git"
+MIRROR_REMOTE = "origin"
+
+
+def open_repository(root: Path) -> Any:
+    """The ``git.Repo`` of the repository holding ``root`` (a checkout or a bare one).
+
+    Raises:
+        GitError: ``root`` is in no git repository.
+    """
+    git = _git()
+    try:
+        return git.Repo(root, search_parent_directories=True)
+    except (git.GitError, OSError) as e:
+        raise GitError(f"[git]: {root} is not inside a git repository ({_last_line(e)}); "
+                       "set [git] url to follow a remote repository") from e
+
+
+def open_mirror(state_dir: Path) -> Any:
+    """The daemon's own bare mirror ``<state>/git-mirror.git`` (created empty when absent).
+
+    Raises:
+        GitError: it cannot be created or opened.
+    """
+    git = _git()
+    path = state_dir / MIRROR_DIR
+    try:
+        if (path / "HEAD").is_file():
+            return git.Repo(path)
+        atomic.make_dirs(path)
+        return git.Repo.init(path, bare=True)
+    except (git.GitError, OSError) as e:
+        raise GitError(f"{path}: cannot open the git mirror: {_last_line(e)}") from e
+
+
+def fetch_mirror(repo: Any, url: str) -> None:
+    """Fetch every branch and tag of ``url`` into the mirror, forced and pruned (a
+    force-push or a deleted branch upstream is followed: ``refs/remotes/origin/*``).
+
+    Raises:
+        GitError: the fetch failed (one line).
+    """
+    git = _git()
+    specs = [f"+refs/heads/*:refs/remotes/{MIRROR_REMOTE}/*", "+refs/tags/*:refs/tags/*"]
+    try:
+        repo.git.fetch("--prune", "--no-write-fetch-head", url, *specs)
+    except git.GitCommandError as e:
+        missing = _missing_local_path(url)
+        why = _last_line(e) if missing is None else f"{missing}: no such file or directory"
+        raise GitError(f"cannot fetch {url}: {why}") from e
+
+
+def fetch_remote(repo: Any, remote: str) -> None:
+    """``git fetch --prune <remote>`` with the remote's configured (forced) refspecs;
+    only refs change, never the working tree or the index.
+
+    Raises:
+        GitError: the fetch failed (one line).
+    """
+    git = _git()
+    try:
+        repo.git.fetch("--prune", "--no-write-fetch-head", remote)
+    except git.GitCommandError as e:
+        raise GitError(f"cannot fetch {remote}: {_last_line(e)}") from e
+
+
+def remote_of(repo: Any, ref: str) -> str | None:
+    """The remote a remote-tracking ``ref`` (``origin/main``, ``refs/remotes/origin/main``)
+    belongs to, or None for a local branch, tag, ``HEAD`` or commit."""
+    name = ref.removeprefix("refs/remotes/")
+    head, _, rest = name.partition("/")
+    if not rest:
+        return None
+    try:
+        names = {str(r.name) for r in repo.remotes}
+    except Exception:
+        return None
+    return head if head in names else None
+
+
+def resolve_ref(repo: Any, ref: str) -> str:
+    """The commit id ``ref`` names (a branch, remote-tracking branch, tag, ``HEAD`` or a
+    commit id), read from the refs without running git.
+
+    Raises:
+        GitError: no such ref (deleted, or never existed).
+    """
+    git = _git()
+    try:
+        return str(repo.commit(f"{ref}^{{commit}}").hexsha)
+    except (git.BadName, git.BadObject, ValueError, git.GitCommandError, IndexError) as e:
+        raise GitError(f"ref {ref!r} names no commit ({type(e).__name__})") from e
+
+
+def read_blobs(repo: Any, sha: str, paths: Iterable[str]) -> tuple[str, dict[str, bytes]]:
+    """The root tree id of commit ``sha`` and the regular files under ``paths`` (POSIX,
+    relative to the repository's top; a folder gives its whole subtree, a missing path
+    nothing), read from the object database.
+
+    Raises:
+        GitError: ``sha`` is not a commit of ``repo``.
+    """
+    git = _git()
+    try:
+        tree = repo.commit(sha).tree
+        root_id = str(tree.hexsha)
+    except (git.BadName, git.BadObject, ValueError, git.GitCommandError) as e:
+        raise GitError(f"{sha[:12]}: not a commit: {_last_line(e)}") from e
+    out: dict[str, bytes] = {}
+    for want in sorted({p.strip("/") for p in paths}):
+        try:
+            item = tree / want if want not in ("", ".") else tree
+        except KeyError:
+            continue
+        items = item.traverse() if item.type == "tree" else [item]
+        for blob in items:
+            if blob.type == "blob" and blob.mode & 0o170000 == 0o100000:
+                out[str(blob.path)] = blob.data_stream.read()
+    return root_id, out
+
+
+def verify_commit(repo: Any, sha: str, *, allowed_signers: Path | None = None,
+                  gpg_home: Path | None = None) -> str | None:
+    """Why ``git verify-commit`` refuses ``sha`` (one line), or None when it accepts it.
+
+    Args:
+        allowed_signers: an ssh ``allowedSignersFile`` (``gpg.ssh.allowedSignersFile``).
+        gpg_home: a gpg keyring directory (``GNUPGHOME``).
+    """
+    git = _git()
+    options = []
+    if allowed_signers is not None:
+        options = ["-c", f"gpg.ssh.allowedSignersFile={allowed_signers}"]
+    env = {"GNUPGHOME": str(gpg_home)} if gpg_home is not None else {}
+    try:
+        git.Git(repo.git_dir).execute(
+            ["git", *options, "verify-commit", sha], env={**os.environ, **env})
+    except git.GitCommandError as e:
+        text = str(e.stderr or "").strip().strip("'")
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        return lines[-1] if lines else "not signed"
+    return None
+
+
+def tracked_paths(repo: Any, root: Path) -> str:
+    """``root`` relative to the top of ``repo``'s working tree (POSIX, ``""`` at the top;
+    ``""`` for a bare repository)."""
+    top = repo.working_tree_dir
+    if top is None:
+        return ""
+    rel = Path(os.path.relpath(root.resolve(), Path(str(top)).resolve())).as_posix()
+    return "" if rel == "." else rel
+

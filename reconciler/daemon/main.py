@@ -146,6 +146,7 @@ class Daemon:
                 if note:
                     log.warning("%s", note)
                 self.reconciler.boot_good = {n: e.monitor for n, e in previous.entries.items()}
+                self.reconciler.follow(applied=(previous.git or {}).get("lastAppliedRevision"))
                 self.registry.generation = previous.generation
                 with orphans.tracking(self.cfg.state_dir):  # kill a killed daemon's groups
                     return asyncio.run(self._main())
@@ -169,7 +170,7 @@ class Daemon:
         rc = 0
         try:
             await self.reconciler.recover()
-            _, applied = await self.reconciler.reconcile(trigger="start")
+            _, applied = await self.reconciler.reconcile(trigger="start", fetch=True)
             if self.options.once:
                 rc = await self._once(applied.started)
             else:
@@ -182,9 +183,7 @@ class Daemon:
                     raise errors.StateError(
                         f"{self.cfg.state_dir}: cannot listen on the control socket: "
                         f"{e.strerror or e}") from e
-                watcher = watch.Watcher(self._trigger, dirs=self._watched_dirs(),
-                                        root=self.cfg.root,
-                                        names=(settings.SETTINGS_FILE, self.cfg.fleet_file.name))
+                watcher = self._watcher()
                 try:
                     watcher.start()
                 except OSError as e:  # e.g. the inotify instance limit: resync still runs
@@ -193,9 +192,13 @@ class Daemon:
                                 self.options.resync)
                 for name, task in self._extra:
                     self._spawn(task(), name)
-                log.info("daemon ready: pid %d, device %s, %d running, watching %s "
+                git = self.reconciler.git
+                watching = (f"following {git.revisions.ref} at "
+                            f"{(git.revisions.applied or 'no commit yet')[:12]}"
+                            if git is not None else f"watching {self.cfg.root}")
+                log.info("daemon ready: pid %d, device %s, %d running, %s "
                          "(resync every %gs); Ctrl-C stops", os.getpid(), self.cfg.device,
-                         len(self.registry.entries), self.cfg.root, self.options.resync)
+                         len(self.registry.entries), watching, self.options.resync)
                 if self.on_ready is not None:
                     self.on_ready()
                 await self._loop(watcher)
@@ -235,6 +238,10 @@ class Daemon:
             return
         before = protocol.settings_digest(self.cfg)
         self.reconciler.cfg = new.cfg
+        try:
+            self.reconciler.follow()
+        except errors.MonitorsError as e:
+            log.error("SIGHUP: %s; keeping the [git] settings in use", e)
         if self.parts is not None:
             self.parts.dispatcher.reconfigure(new.actions)
             self.parts.ctx.settings, self.parts.ctx.fleet = new.cfg, new.fleet
@@ -244,6 +251,24 @@ class Daemon:
         what = "unchanged" if after == before else f"changed ({after[:19]}...)"
         kept = f"; needs a restart, not applied: {'; '.join(new.kept)}" if new.kept else ""
         log.info("SIGHUP: re-read %s: %s; reconciling%s", settings.SETTINGS_FILE, what, kept)
+
+    def _watcher(self) -> watch.Watcher:
+        """Local mode: the layers, monitors.toml and the fleet file. Git mode: the refs of
+        the repository holding the root (a commit or a fetch moves the ref at once) and
+        the local monitors.toml."""
+        assert self._trigger is not None
+        if self.reconciler.git is not None:
+            from reconciler.config import gitrepo
+
+            gitdir = gitrepo.git_dir(self.cfg.root)
+            if gitdir is not None and not self.reconciler.git.follower.git.url:
+                common = gitrepo.common_dir(gitdir)
+                return watch.Watcher(self._trigger, dirs=[common / "refs"], root=common,
+                                     accept=_ref_change)
+            return watch.Watcher(self._trigger, dirs=[], root=self.cfg.root,
+                                 names=(settings.SETTINGS_FILE,))
+        return watch.Watcher(self._trigger, dirs=self._watched_dirs(), root=self.cfg.root,
+                             names=(settings.SETTINGS_FILE, self.cfg.fleet_file.name))
 
     def _watched_dirs(self) -> list[Path]:
         dirs = [self.cfg.user_dir, self.cfg.system_dir]
@@ -266,15 +291,18 @@ class Daemon:
         assert self._stopping is not None and self._trigger is not None
         rec = self.reconciler
         next_resync = time.monotonic() + self.options.resync
+        next_fetch = self._next_fetch()
         while not self._stopping.is_set():
             due = next_resync if rec.pause_due is None else min(next_resync, rec.pause_due)
+            due = due if next_fetch is None else min(due, next_fetch)
             left = max(0.0, due - time.monotonic())
             reasons = await self._trigger.wait(min(LOCK_CHECK, left))
             if self._stopping.is_set() or self._lock_lost():
                 break
             now = time.monotonic()
             expired = rec.pause_due is not None and now >= rec.pause_due
-            if reasons is None and now < next_resync and not expired:
+            fetch = next_fetch is not None and now >= next_fetch
+            if reasons is None and now < next_resync and not expired and not fetch:
                 continue  # a lock check only
             watcher.ensure()
             if expired:
@@ -284,6 +312,8 @@ class Daemon:
                 await self._reload()
                 next_resync = now + self.options.resync  # [daemon] resync may have changed
                 trigger = "SIGHUP"
+            elif fetch:
+                trigger = "fetch"
             elif reasons is None and now >= next_resync:
                 next_resync = now + self.options.resync
                 trigger = "resync"
@@ -293,12 +323,23 @@ class Daemon:
                 trigger = "auto-pause"
             else:  # the monitors that changed are logged, not raw file events (temp names)
                 trigger = "file change"
+            if fetch or trigger == "SIGHUP":
+                next_fetch = self._next_fetch()
             try:
-                await rec.reconcile(trigger=trigger)
+                await rec.reconcile(trigger=trigger, fetch=fetch)
             except errors.MonitorsError as e:
                 log.error("reconcile failed: %s (will retry)", e)
             except Exception:
                 log.exception("reconcile failed (a bug; will retry)")
+
+    def _next_fetch(self) -> float | None:
+        """Monotonic time of the next fetch (git mode, a ref a fetch can move), jittered."""
+        from reconciler.config import gitfollow
+
+        git = self.reconciler.git
+        if git is None or not git.remote:
+            return None
+        return time.monotonic() + gitfollow.jittered(git.follower.git.fetch)
 
     def _lock_lost(self) -> bool:
         """True (once logged) when ``daemon.lock`` is gone or replaced; see step 6."""
@@ -383,6 +424,13 @@ class Daemon:
             log.error("cannot publish running.json at exit: %s", direrrors.state_error(
                 self.cfg.state_dir, e))
         log.info("stopped (%d monitors were running)", len(self.registry.entries))
+
+
+def _ref_change(path: str) -> bool:
+    """Git mode: a change of the refs (``refs/**``, ``HEAD``, ``packed-refs``), not
+    git's lock files nor the objects."""
+    name = os.path.basename(path)
+    return not name.endswith(".lock") and ("/refs/" in path or name in ("HEAD", "packed-refs"))
 
 
 def resync_seconds(cfg: settings.Settings) -> float:

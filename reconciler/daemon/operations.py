@@ -40,7 +40,7 @@ class Operations:
                 return self.status()
             case protocol.Reconcile():
                 plan, applied = await rec.reconcile(
-                    trigger="apply", allow_mass_stop=request.allow_mass_stop)
+                    trigger="apply", allow_mass_stop=request.allow_mass_stop, fetch=True)
                 names = list(dict.fromkeys([*applied.started,
                                             *(MonitorName(n) for n in request.names)]))
                 names = [n for n in names if n in rec.registry.entries]
@@ -80,6 +80,7 @@ class Operations:
             "startedAt": reg.daemon_started_at,
             "generation": reg.generation,
             "revision": {"commit": reg.commit, "dirty": reg.dirty},
+            "git": protocol.git_status(rec.git.revisions.to_json()) if rec.git else None,
             "running": sorted(reg.entries),
             "held": list(reg.held),
             "problems": list(last.problems),

@@ -15,7 +15,9 @@ Operations:
 
 ``status`` (``Status``) -> ``StatusReply``
     ``settingsDigest`` is ``settings_digest`` of the monitors.toml the daemon runs
-    with (``client.control.settings_mismatch`` compares it).
+    with (``client.control.settings_mismatch`` compares it). ``git`` (``GitRevisions``)
+    is null in local mode; in git mode it holds ``lastAttemptedRevision``,
+    ``lastAppliedRevision`` and the last git ``error``.
 ``reconcile`` (``Reconcile``: ``{"allowMassStop", "wait", "names"}``) -> ``ReconcileReply``
     Reconcile now (load the layers, plan, apply), then wait up to ``wait`` seconds
     for the first poll of every started or replaced evaluator and of ``names``.
@@ -230,6 +232,26 @@ class Revision(TypedDict):
     dirty: bool
 
 
+class GitRevisions(TypedDict):
+    """Git mode: the ref followed, the last commit it named (``lastAttemptedRevision``),
+    the last commit applied (``lastAppliedRevision``) and why they differ or the last
+    fetch failed (``error``, else null)."""
+
+    ref: str
+    lastAttemptedRevision: str | None
+    lastAppliedRevision: str | None
+    error: str | None
+
+
+def git_status(doc: Mapping[str, Any]) -> GitRevisions:
+    """``GitRevisions`` from ``daemon.gitmode.Revisions.to_json()`` or ``running.json``'s
+    ``git`` object."""
+    return {"ref": str(doc.get("ref", "")),
+            "lastAttemptedRevision": doc.get("lastAttemptedRevision"),
+            "lastAppliedRevision": doc.get("lastAppliedRevision"),
+            "error": doc.get("error")}
+
+
 class LastReconcile(TypedDict):
     """When (ISO 8601), why (``trigger``) and with what outcome the last reconcile ran."""
 
@@ -249,6 +271,7 @@ class StatusReply(TypedDict):
     startedAt: str
     generation: int
     revision: Revision
+    git: GitRevisions | None
     running: list[str]
     held: list[dict[str, str]]
     problems: list[str]

@@ -23,10 +23,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from reconciler import redaction, settings, snapshot, timestamps
+from reconciler import errors, redaction, settings, snapshot, timestamps
+from reconciler.config import gitfollow
+from reconciler.daemon import gitmode, supervisor
 from reconciler.daemon import parts as parts_mod
-from reconciler.daemon import supervisor
 from reconciler.model import Monitor, MonitorName
+from reconciler.planning import desired as desired_mod
 from reconciler.planning import plan as plan_mod
 from reconciler.state import direrrors
 from reconciler.state import registry as registry_mod
@@ -77,6 +79,26 @@ class Reconciler:
         self.pause_due: float | None = None  # monotonic time of the next pause expiry
         self._lock = asyncio.Lock()
         self._published: tuple[dict[str, Any], tuple[int, int, int] | None] | None = None
+        self.git: gitmode.Tracker | None = None  # git mode: the followed ref (``follow``)
+        self._shared_toml: Any = None  # the settings the parts were last configured with
+
+    def follow(self, applied: str | None = None) -> None:
+        """Enter git mode when ``[git] ref`` is set in ``cfg`` (again after a SIGHUP),
+        remembering ``applied`` (``running.json``'s last applied commit) or the
+        revisions already known.
+
+        Raises:
+            errors.ConfigError: ``[git] fetch`` is not a duration.
+        """
+        git = gitfollow.git_settings(self.cfg)
+        old = self.git
+        if git is None:
+            self.git = None
+            return
+        self.git = gitmode.Tracker(self.cfg, git,
+                                   applied=old.revisions.applied if old else applied)
+        if old is not None and old.revisions.ref == git.ref:
+            self.git.revisions = old.revisions
 
     def read_snapshot(self, last_good: Mapping[MonitorName, Monitor], *,
                       with_git: bool = True) -> snapshot.Snapshot:
@@ -111,24 +133,35 @@ class Reconciler:
             log.info("%s", swept.summary())
         for line in swept.kept:
             log.warning("%s", line)
-        snap = await asyncio.to_thread(self.read_snapshot, self.boot_good, with_git=False)
-        self.register_secrets(snap)
-        monitors: dict[str, Monitor] = {str(n): m for n, m in snap.desired.monitors.items()}
+        if self.git is not None:  # the working tree is not what runs: the last applied set
+            monitors: dict[str, Monitor] = {str(n): m for n, m in self.boot_good.items()}
+            self.redactor.add_all(redaction.collect(list(self.boot_good.values()),
+                                                    self.cfg.toml, os.environ))
+        else:
+            snap = await asyncio.to_thread(self.read_snapshot, self.boot_good, with_git=False)
+            self.register_secrets(snap)
+            monitors = {str(n): m for n, m in snap.desired.monitors.items()}
         done = await recovery.recover(self.parts.store, monitors, self.parts.dispatcher)
         for item in done:
             log.info("recovered %s fire %s (%s): %s", item.monitor, item.event_id,
                      item.outcome, item.reason)
 
-    async def reconcile(self, *, trigger: str = "", allow_mass_stop: bool = False
-                        ) -> tuple[plan_mod.Plan, supervisor.Applied]:
-        """Load the layers, plan against the registry, apply, publish ``running.json``.
+    async def reconcile(self, *, trigger: str = "", allow_mass_stop: bool = False,
+                        fetch: bool = False) -> tuple[plan_mod.Plan, supervisor.Applied]:
+        """Load the layers (git mode: of the followed commit, fetching first when
+        ``fetch``), plan against the registry, apply, publish ``running.json``.
 
         Raises:
             errors.StateError: ``running.json`` cannot be published.
         """
         assert self.parts is not None
         async with self._lock:
-            snap = await asyncio.to_thread(self.read_snapshot, self._last_good())
+            if self.git is not None:
+                snap = await asyncio.to_thread(self._git_snapshot, fetch)
+            else:
+                snap = await asyncio.to_thread(self.read_snapshot, self._last_good())
+            if snap is None:  # git mode before any usable commit: nothing to apply
+                return self._idle(trigger)
             self.register_secrets(snap)
             expiry = snap.next_pause_expiry
             self.pause_due = None if expiry is None else (
@@ -148,6 +181,7 @@ class Reconciler:
                                    "reason": plan.mass_stop or ""} for c in applied.held]
             self.registry.digest = snap.digest
             self.registry.commit, self.registry.dirty = snap.commit, snap.dirty
+            self._record_revisions(snap, applied)
             self.registry.applied_at = timestamps.utc_seconds()
             try:
                 await asyncio.to_thread(self._publish_if_changed)
@@ -165,6 +199,72 @@ class Reconciler:
             if applied.started and self.on_started is not None:
                 self.on_started(list(applied.started))
             return plan, applied
+
+    def _git_snapshot(self, fetch: bool) -> snapshot.Snapshot | None:
+        """Git mode (worker thread): the snapshot of the commit to apply (cached while
+        nothing changed), or None when no commit was ever usable."""
+        assert self.git is not None
+        target = self.git.target(fetch=fetch)
+        if target is None:
+            return None
+        autopaused, last_good = self._autopaused(), self._last_good()
+        snap = self.git.cached(target, autopaused, last_good)
+        if snap is not None:
+            return snap
+        self._configure(target.settings)
+        snap = snapshot.read(target.settings, last_good=last_good, autopaused=autopaused,
+                             with_git=False)
+        return self.git.remember(target, autopaused, last_good, snap)
+
+    def _configure(self, cfg: settings.Settings) -> None:
+        """Give the dispatcher and sources the commit's shared settings (channels,
+        agents, routines, fleet) when they changed, as a SIGHUP reload does."""
+        if self.parts is None or cfg.toml == self._shared_toml:
+            return
+        from reconciler import fleet
+        from reconciler.actions import options
+
+        try:
+            self.parts.dispatcher.reconfigure(options.parse(cfg.toml))
+            self.parts.ctx.settings, self.parts.ctx.fleet = cfg, fleet.load(cfg.fleet_file)
+        except errors.MonitorsError as e:  # snapshot.read reports it as settings_error
+            log.debug("keeping the action settings in use: %s", e)
+            return
+        self._shared_toml = cfg.toml
+
+    def _record_revisions(self, snap: snapshot.Snapshot, applied: supervisor.Applied) -> None:
+        """Git mode: the applied commit, and per running monitor the commit its running
+        version was applied from (kept for a monitor whose file is invalid now)."""
+        reg = self.registry
+        if self.git is None or snap.commit is None:
+            reg.monitor_revisions = {}
+            reg.git = None
+            return
+        self.git.revisions.applied = snap.commit
+        for name in [*applied.started, *applied.updated]:
+            reg.monitor_revisions[name] = snap.commit
+        for name in list(reg.monitor_revisions):
+            if name not in reg.entries:
+                del reg.monitor_revisions[name]
+        for name in reg.entries:
+            reg.monitor_revisions.setdefault(name, snap.commit)
+        reg.git = self.git.revisions.to_json()
+
+    def _idle(self, trigger: str) -> tuple[plan_mod.Plan, supervisor.Applied]:
+        """The no-op outcome of a git-mode reconcile with no usable commit yet."""
+        assert self.git is not None
+        self.registry.git = self.git.revisions.to_json()
+        basis = plan_mod.Basis(device=self.cfg.device, daemon_running=True,
+                               daemon_pid=os.getpid(), generation=self.registry.generation,
+                               digest="", created_at=timestamps.utc_seconds(),
+                               root=self.cfg.root)
+        running = supervisor.running_monitors(self.registry)
+        desired = desired_mod.Desired(monitors=dict(running), excluded={}, invalid={})
+        plan = plan_mod.make(desired, running, basis)
+        self.last.at, self.last.trigger = basis.created_at, trigger
+        self.last.summary = f"no usable commit of {self.git.revisions.ref}: " \
+            f"{self.git.revisions.error or 'unknown'}"
+        return plan, supervisor.Applied()
 
     def _log_problems(self, snap: snapshot.Snapshot, plan: plan_mod.Plan, trigger: str) -> None:
         errors_now = snap.errors

@@ -23,7 +23,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -111,16 +111,20 @@ class Watcher:
         root: watched non-recursively, for ``monitors.toml``, the fleet file and a
             layer directory that is created or deleted.
         names: extra file names below ``root`` that matter (``monitors.toml``, ...).
+        accept: which changed paths poke the trigger, instead of ``interesting`` (git
+            mode watches the refs of a git directory: every change but ``*.lock``).
     """
 
     def __init__(self, trigger: Trigger, *, dirs: Iterable[Path], root: Path,
-                 names: Iterable[str] = ()) -> None:
+                 names: Iterable[str] = (),
+                 accept: Callable[[str], bool] | None = None) -> None:
         from watchdog.observers import Observer
 
         self.trigger = trigger
         self.dirs = [Path(d) for d in dirs]
         self.root = root
         self.names = tuple(names)
+        self.accept = accept
         self._observer: Any = Observer()
         self._watches: dict[Path, tuple[Any, int]] = {}
         self.dir_names = frozenset(str(d) for d in self.dirs)
@@ -144,6 +148,11 @@ class Watcher:
                     if p in watcher.dir_names:
                         with watcher.stale_lock:  # a layer directory itself came or went
                             watcher.stale.add(Path(p))
+                    if watcher.accept is not None:
+                        if watcher.accept(p):
+                            watcher.trigger.poke_threadsafe(f"{event.event_type} {p}")
+                            return
+                        continue
                     if (getattr(event, "is_directory", False) and ".git" not in Path(p).parts) \
                             or interesting(p, extra_names=watcher.names):
                         watcher.trigger.poke_threadsafe(f"{event.event_type} {p}")

@@ -13,6 +13,8 @@ On-disk shape (``format`` 1)::
       "kind": "monitors-running",
       "generation": 7,                 # bumped by every reconcile that changed something
       "revision": {"commit": "<sha>" | null, "dirty": false},   # applied repo revision
+      "git": {"ref": "origin/main", "lastAttemptedRevision": "<sha>",    # git mode only
+              "lastAppliedRevision": "<sha>", "error": null},
       "digest": "sha256:...",          # loader digest of the layers last applied
       "appliedAt": "2026-11-29T21:50:00+00:00",
       "device": "build-box-1",
@@ -21,7 +23,8 @@ On-disk shape (``format`` 1)::
       "monitors": {
         "<name>": {"fingerprint": "sha256:...", "configHash": "sha256:...",
                    "origin": "monitors.d/x.yml", "generation": 3,
-                   "startedAt": "...", "monitor": {...}}   # monitor_to_json()
+                   "startedAt": "...", "revision": "<sha>",   # git mode: applied from
+                   "monitor": {...}}   # monitor_to_json()
       }
     }
 
@@ -186,6 +189,10 @@ class Registry:
         device: this device's name.
         pid: the daemon's pid; ``running`` False once it exited cleanly.
         held: changes held back, as ``{"name", "action", "reason"}`` dicts.
+        git: git mode: ``daemon.gitmode.Revisions.to_json()`` (ref, last attempted and
+            applied commits, error); None in local mode.
+        monitor_revisions: git mode: name -> the commit its running version was
+            applied from.
     """
 
     entries: dict[MonitorName, Entry] = field(default_factory=dict)
@@ -199,10 +206,17 @@ class Registry:
     running: bool = False
     daemon_started_at: str = ""
     held: list[dict[str, str]] = field(default_factory=list)
+    git: dict[str, Any] | None = None
+    monitor_revisions: dict[MonitorName, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The registry in its on-disk shape (module docstring)."""
-        return {
+        monitors = {}
+        for name in sorted(self.entries):
+            monitors[name] = self.entries[name].to_json()
+            if name in self.monitor_revisions:
+                monitors[name]["revision"] = self.monitor_revisions[name]
+        doc = {
             "format": FORMAT,
             "kind": KIND,
             "generation": self.generation,
@@ -213,8 +227,11 @@ class Registry:
             "daemon": {"pid": self.pid, "running": self.running,
                        "startedAt": self.daemon_started_at},
             "held": list(self.held),
-            "monitors": {name: self.entries[name].to_json() for name in sorted(self.entries)},
+            "monitors": monitors,
         }
+        if self.git is not None:
+            doc["git"] = dict(self.git)
+        return doc
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> Registry:
@@ -232,7 +249,10 @@ class Registry:
             revision = doc.get("revision") or {}
             daemon = doc.get("daemon") or {}
             entries: dict[MonitorName, Entry] = {}
+            revisions: dict[MonitorName, str] = {}
             for name, raw in (doc.get("monitors") or {}).items():
+                if isinstance(raw.get("revision"), str):
+                    revisions[MonitorName(name)] = raw["revision"]
                 monitor = monitor_from_json(raw["monitor"])
                 entries[MonitorName(name)] = Entry(monitor, int(raw.get("generation", 0)),
                                                    str(raw.get("startedAt", "")))
@@ -248,6 +268,8 @@ class Registry:
                 running=bool(daemon.get("running", False)),
                 daemon_started_at=str(daemon.get("startedAt", "")),
                 held=[dict(h) for h in doc.get("held") or []],
+                git=dict(doc["git"]) if isinstance(doc.get("git"), dict) else None,
+                monitor_revisions=revisions,
             )
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise errors.StateError(f"{FILE_NAME}: malformed running registry: {e!r}") from e

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from reconciler import snapshot
+from reconciler.config import gitrepo
 
 
 def _git(root: Path, *args: str) -> str:
@@ -29,13 +30,13 @@ def test_git_revision_is_cached_until_head_index_or_layers_change(
     _git(root, "add", "a.yml")
     _git(root, "commit", "-q", "-m", "one")
     calls: list[Path] = []
-    real = snapshot._git_revision
+    real = gitrepo._revision
 
     def counting(path: Path) -> tuple[str | None, bool]:
         calls.append(path)
         return real(path)
 
-    monkeypatch.setattr(snapshot, "_git_revision", counting)
+    monkeypatch.setattr(gitrepo, "_revision", counting)
     sha1 = _git(root, "rev-parse", "HEAD")
 
     def settled(digest: str) -> tuple[str | None, bool]:
@@ -84,7 +85,7 @@ def test_broken_git_gives_no_revision_and_logs_at_debug(tmp_path: Path) -> None:
             records.append(record)
 
     handler = Keep(logging.DEBUG)
-    logger = logging.getLogger("monitors.snapshot")
+    logger = logging.getLogger("monitors.git")
     old = logger.level
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG)

@@ -1,0 +1,180 @@
+"""Git mode in the daemon: which commit a reconcile applies, and what it remembers.
+
+``Tracker.target`` runs in a worker thread at every reconcile when ``[git] ref`` is
+set (``config.gitfollow``): fetch (when asked: the fetch timer, ``monitors apply``,
+start), resolve the ref, verify the commit (``verify = "signed"``), export it. Any
+failure is kept as ``Revisions.error`` and the last applied commit stays the target,
+so a failed fetch, a deleted ref, an unsigned head or an unreadable commit keeps what
+runs (Flux keeps the last applied revision the same way); a force-pushed ref is just
+another commit.
+
+``Tracker.cached`` answers a reconcile that finds the same commit, the same
+auto-pauses and the same running set with the snapshot already made: no file is
+exported and no YAML parsed (the per-commit cache Argo CD keeps by revision).
+
+No asyncio here (``daemon.reconcile`` calls in a thread).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from reconciler import errors, settings, snapshot
+from reconciler.config import files, gitfollow
+from reconciler.config.gitrepo import GitError
+from reconciler.model import Monitor, MonitorName
+
+log = logging.getLogger("monitors.daemon")
+
+
+@dataclass(slots=True)
+class Revisions:
+    """What the daemon knows about the followed ref.
+
+    Attributes:
+        ref: the ``[git] ref`` followed.
+        attempted: the last commit the ref named (``lastAttemptedRevision``).
+        applied: the last commit applied (``lastAppliedRevision``).
+        error: why ``attempted`` is not applied, or the fetch failed, else None.
+        fetched_at: Unix seconds of the last successful fetch (0: never).
+    """
+
+    ref: str
+    attempted: str | None = None
+    applied: str | None = None
+    error: str | None = None
+    fetched_at: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"ref", "lastAttemptedRevision", "lastAppliedRevision", "error"}``."""
+        return {"ref": self.ref, "lastAttemptedRevision": self.attempted,
+                "lastAppliedRevision": self.applied, "error": self.error}
+
+
+class Tracker:
+    """Follows the ref for one daemon (see the module docstring).
+
+    Args:
+        local: the settings the daemon was started with (its local ``monitors.toml``).
+        git: their ``[git]`` table.
+        applied: the commit ``running.json`` says was applied last (None: none).
+    """
+
+    def __init__(self, local: settings.Settings, git: gitfollow.GitSettings,
+                 applied: str | None = None) -> None:
+        self.follower = gitfollow.Follower(local, git)
+        self.revisions = Revisions(ref=git.ref, applied=applied)
+        self.current: gitfollow.Target | None = None
+        self._verified: dict[str, str | None] = {}
+        self._snap: tuple[tuple[Any, ...], snapshot.Snapshot] | None = None
+
+    @property
+    def remote(self) -> bool:
+        """True when fetching can move the ref (False also when it cannot be opened)."""
+        try:
+            return self.follower.remote
+        except GitError:
+            return False
+
+    def target(self, *, fetch: bool) -> gitfollow.Target | None:
+        """The commit to apply now (the last applied one when the ref's cannot be),
+        None when there is none yet. Never raises for git or file trouble: it is kept
+        in ``revisions.error`` and logged once."""
+        rev = self.revisions
+        problem: str | None = None
+        if fetch:
+            try:
+                self.follower.fetch()
+                rev.fetched_at = time.time()
+            except GitError as e:
+                problem = f"fetch failed: {e}"
+        try:
+            commit: str | None = self.follower.resolve()
+        except GitError as e:
+            commit, problem = None, str(e)
+        if commit is not None:
+            rev.attempted = commit
+            if commit not in self._verified:
+                self._verified[commit] = self.follower.verify(commit)
+            why = self._verified[commit]
+            if why is not None:
+                commit, problem = None, why
+        if commit is not None and (self.current is None or self.current.commit != commit):
+            try:
+                self.current = self.follower.export(commit)
+            except (GitError, errors.ConfigError, OSError) as e:
+                problem = f"{commit[:12]}: cannot read the commit: {e}"
+        elif commit is None and self.current is None and rev.applied:
+            # restarted while the ref is unusable: run the last applied commit again
+            with contextlib.suppress(GitError, errors.ConfigError, OSError):
+                self.current = self.follower.export(rev.applied)
+        if problem != rev.error:
+            if problem:
+                kept = rev.applied[:12] if rev.applied else "nothing"
+                log.error("[git] %s; keeping %s", problem, kept)
+            elif rev.error:
+                log.info("[git] ref %s is usable again at %s", rev.ref,
+                         (rev.attempted or "")[:12])
+        rev.error = problem
+        return self.current
+
+    def cached(self, target: gitfollow.Target, autopaused: Mapping[MonitorName, str],
+               last_good: Mapping[MonitorName, Monitor]) -> snapshot.Snapshot | None:
+        """The snapshot made for the same commit, local settings, auto-pauses and
+        applied set, unless a pause has expired since; else None."""
+        key = self._key(target, autopaused, last_good)
+        if self._snap is None or self._snap[0] != key:
+            return None
+        expiry = self._snap[1].next_pause_expiry
+        if expiry is not None and expiry <= time.time():
+            return None
+        return self._snap[1]
+
+    def remember(self, target: gitfollow.Target, autopaused: Mapping[MonitorName, str],
+                 last_good: Mapping[MonitorName, Monitor], snap: snapshot.Snapshot
+                 ) -> snapshot.Snapshot:
+        """Name files as ``<commit12>:path`` in the problems, keep the snapshot for
+        ``cached`` and return it."""
+        full = str(target.settings.root) + "/"
+        shown = files.display(target.settings.root) + "/"
+        short = target.commit[:12] + ":"
+
+        def named(lines: tuple[str, ...]) -> tuple[str, ...]:
+            return tuple(line.replace(full, short).replace(shown, short) for line in lines)
+
+        def moved(m: Monitor) -> Monitor:
+            return replace(m, origin=self._local(m.origin, target),
+                           overlay=None if m.overlay is None
+                           else self._local(m.overlay, target))
+
+        desired = replace(snap.desired,
+                          monitors={n: moved(m) for n, m in snap.desired.monitors.items()},
+                          invalid={n: named((why,))[0]
+                                   for n, why in snap.desired.invalid.items()})
+        snap = replace(snap, problems=named(snap.problems), errors=named(snap.errors),
+                       error_files=named(snap.error_files), commit=target.commit, dirty=False,
+                       desired=desired,
+                       monitors={n: moved(m) for n, m in snap.monitors.items()})
+        self._snap = (self._key(target, autopaused, last_good), snap)
+        return snap
+
+    def _local(self, path: Path, target: gitfollow.Target) -> Path:
+        """``path`` in the export as the same path below the local root (where the file
+        is in the repository): origins do not change from one commit to the next."""
+        try:
+            return self.follower.cfg.root / path.relative_to(target.settings.root)
+        except ValueError:
+            return path
+
+    @staticmethod
+    def _key(target: gitfollow.Target, autopaused: Mapping[MonitorName, str],
+             last_good: Mapping[MonitorName, Monitor]) -> tuple[Any, ...]:
+        return (target.commit, id(target.settings.toml),
+                tuple(sorted(autopaused.items())),
+                tuple(sorted((str(n), str(m.fingerprint)) for n, m in last_good.items())))

@@ -1,0 +1,100 @@
+"""Git mode: the daemon runs what a commit of the followed ref holds, never the working
+tree, records the revisions, and keeps the last applied commit when the ref is unusable."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import Repo
+from tests.daemon.conftest import Daemon, read_json, wait_for
+from tests.daemon.gitrepos import commit, git, init, monitor
+
+
+def _git_status(repo: Repo) -> dict[str, Any]:
+    doc = read_json(repo.state / "running.json") or {}
+    return dict(doc.get("git") or {})
+
+
+def test_runs_commits_of_a_local_ref_and_never_the_working_tree(
+        repo: Repo, daemons: Callable[..., Daemon]) -> None:
+    init(repo)
+    first = commit(repo, "a", {"monitors.d/a.yml": monitor("a")})
+    d = daemons().start()
+    wait_for(lambda: "a" in d.running(), what="a running", log=d.log)
+    assert _git_status(repo)["lastAppliedRevision"] == first
+    assert d.running()["a"]["revision"] == first
+    repo.write("monitors.d/b.yml", monitor("b"))  # uncommitted: must not run
+    second = commit(repo, "c", {"monitors.d/c.yml": monitor("c")})
+    wait_for(lambda: "c" in d.running(), what="c running", log=d.log)
+    assert "b" not in d.running()
+    status = _git_status(repo)
+    assert status["lastAppliedRevision"] == status["lastAttemptedRevision"] == second
+    assert d.running()["c"]["revision"] == second
+    assert d.running()["a"]["revision"] == first  # its running version came from there
+    assert (repo.root / "monitors.d/b.yml").exists()  # the working tree is untouched
+    assert "monitors.d/b.yml" in git(repo.root, "status", "--porcelain", "--untracked=all")
+
+
+def test_an_invalid_commit_keeps_the_last_good_version_and_names_the_revision(
+        repo: Repo, daemons: Callable[..., Daemon]) -> None:
+    init(repo)
+    commit(repo, "a", {"monitors.d/a.yml": monitor("a"), "monitors.d/b.yml": monitor("b")})
+    d = daemons().start()
+    wait_for(lambda: {"a", "b"} <= set(d.running()), what="a, b running", log=d.log)
+    old = d.running()["a"]["fingerprint"]
+    bad = commit(repo, "break a, change b", {"monitors.d/a.yml": "name: a\nsource: [\n",
+                                             "monitors.d/b.yml": monitor("b", "there")})
+    wait_for(lambda: d.running()["b"].get("revision") == bad, what="b replaced", log=d.log)
+    assert d.running()["a"]["fingerprint"] == old
+    assert d.running()["a"]["revision"] != bad
+    status = d.cli("list", "--json")
+    assert status.returncode in (0, 1), status.stderr
+    problems = read_json(repo.state / "running.json")
+    assert problems["git"]["lastAppliedRevision"] == bad
+    wait_for(lambda: f"{bad[:12]}:monitors.d/a.yml" in d.log_text(),
+             what="the error named with the revision", log=d.log)
+
+
+def test_follows_a_force_push_and_keeps_the_last_commit_when_the_ref_is_deleted(
+        repo: Repo, tmp_path: Path, daemons: Callable[..., Daemon]) -> None:
+    origin = tmp_path / "origin.git"
+    init(repo, origin=origin, toml='ref = "origin/main"\nfetch = "1s"\n')
+    commit(repo, "a", {"monitors.d/a.yml": monitor("a")})
+    doomed = commit(repo, "b", {"monitors.d/b.yml": monitor("b")})
+    git(repo.root, "push", "-q", "origin", "main")
+    d = daemons().start()
+    wait_for(lambda: {"a", "b"} <= set(d.running()), what="a, b running", log=d.log)
+    assert _git_status(repo)["lastAppliedRevision"] == doomed
+    git(repo.root, "reset", "-q", "--hard", "HEAD~1")  # rewrite: b never happened
+    rewritten = commit(repo, "c instead", {"monitors.d/c.yml": monitor("c")})
+    git(repo.root, "push", "-q", "--force", "origin", "main")
+    git(repo.root, "update-ref", "-d", "refs/remotes/origin/main")  # only the fetch knows
+    wait_for(lambda: _git_status(repo).get("lastAppliedRevision") == rewritten,
+             what="the force-push followed", log=d.log)
+    assert set(d.running()) == {"a", "c"}
+    git(origin, "update-ref", "-d", "refs/heads/main")  # the followed branch is deleted
+    wait_for(lambda: _git_status(repo).get("error"), what="the deleted ref reported",
+             log=d.log)
+    status = _git_status(repo)
+    assert "origin/main" in status["error"]
+    assert status["lastAppliedRevision"] == rewritten
+    assert set(d.running()) == {"a", "c"}
+    reply = d.cli("list", "--json")
+    assert rewritten in reply.stdout, reply.stdout
+
+
+def test_a_failing_fetch_keeps_the_applied_commit_and_shows_the_error(
+        repo: Repo, tmp_path: Path, daemons: Callable[..., Daemon]) -> None:
+    origin = tmp_path / "origin.git"
+    init(repo, origin=origin, toml='ref = "origin/main"\nfetch = "1s"\n')
+    applied = commit(repo, "a", {"monitors.d/a.yml": monitor("a")})
+    git(repo.root, "push", "-q", "origin", "main")
+    d = daemons().start()
+    wait_for(lambda: "a" in d.running(), what="a running", log=d.log)
+    origin.rename(tmp_path / "gone.git")
+    wait_for(lambda: "fetch failed" in str(_git_status(repo).get("error")),
+             what="the fetch error", log=d.log)
+    assert _git_status(repo)["lastAppliedRevision"] == applied
+    assert "a" in d.running()
