@@ -216,5 +216,37 @@ def read(
     )
 
 
-__all__ = ["Snapshot", "action_check", "errors", "git_revision", "invalid_errors",
+def at_commit(snap: Snapshot, export: Path, root: Path, commit: str) -> Snapshot:
+    """``snap``, read from ``export`` (a commit's files, ``config.gitfollow.export``), as
+    if read from the repository at ``root``: monitors' origins and overlays below
+    ``root`` (so they do not change from one commit to the next), files in problems
+    named ``<commit12>:path``, and ``commit`` as the revision (never dirty)."""
+    from dataclasses import replace
+
+    from reconciler.config import files
+
+    full, shown, short = str(export) + "/", files.display(export) + "/", commit[:12] + ":"
+
+    def named(lines: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(line.replace(full, short).replace(shown, short) for line in lines)
+
+    def local(path: Path) -> Path:
+        try:
+            return root / path.relative_to(export)
+        except ValueError:
+            return path
+
+    def moved(m: Monitor) -> Monitor:
+        return replace(m, origin=local(m.origin),
+                       overlay=None if m.overlay is None else local(m.overlay))
+
+    desired = replace(snap.desired,
+                      monitors={n: moved(m) for n, m in snap.desired.monitors.items()},
+                      invalid={n: named((why,))[0] for n, why in snap.desired.invalid.items()})
+    return replace(snap, problems=named(snap.problems), errors=named(snap.errors),
+                   error_files=named(snap.error_files), commit=commit, dirty=False,
+                   desired=desired, monitors={n: moved(m) for n, m in snap.monitors.items()})
+
+
+__all__ = ["Snapshot", "action_check", "at_commit", "errors", "git_revision", "invalid_errors",
            "next_pause_expiry", "read"]

@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "apply": ("apply", "Apply a plan: hand the change to the daemon and wait for first polls."),
     "run": ("run", "Run the reconciler daemon in the foreground."),
     "stop": ("stop", "Stop the daemon of this state directory cleanly."),
+    "status": ("status", "Show the daemon's status and revisions; --export writes it for CI."),
     "list": ("list_cmd", "List this device's monitors with owner and liveness."),
     "view": ("view", "Show one monitor: resolved config, fingerprint, liveness, fires."),
     "runs": ("runs", "Show a monitor's fire history."),

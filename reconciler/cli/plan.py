@@ -33,9 +33,17 @@ from reconciler import errors
 @click.option("--unchanged", "show_unchanged", is_flag=True, help="List unchanged monitors too.")
 @click.option("--allow-mass-stop", is_flag=True,
               help="Plan as `apply --allow-mass-stop` would (stops not held).")
+@click.option("--ref", "ref", metavar="REF",
+              help="Plan what the commit of REF (branch, tag, commit) holds instead of the "
+              "working tree.")
+@click.option("--against", "against", metavar="FILE",
+              type=click.Path(path_type=Path, dir_okay=False),
+              help="Plan against the running state exported by `monitors status --export` "
+              "(for that device) instead of this device's daemon.")
 @click.pass_context
 def command(ctx: click.Context, as_json: bool, out: Path | None, detailed_exitcode: bool,
-            no_color: bool, show_unchanged: bool, allow_mass_stop: bool) -> int:
+            no_color: bool, show_unchanged: bool, allow_mass_stop: bool, ref: str | None,
+            against: Path | None) -> int:
     """Show what a reconcile would start, stop, replace and update on this device.
 
     Invalid files do not hide the rest: valid monitors are planned, and an invalid
@@ -44,13 +52,17 @@ def command(ctx: click.Context, as_json: bool, out: Path | None, detailed_exitco
     when any monitor or overlay file has an error (`monitors lint` shows them all),
     when monitors.toml is invalid, or when the running daemon was started with other
     settings (restart it to use the new ones).
+
+    In git mode too this plans the working tree (committed or not) against what runs
+    here; --ref plans a commit, --against an exported device.
     """
     from reconciler.client import handover
     from reconciler.render import plan as render
     from reconciler.render import style
 
     cfg = ctx.find_root().obj.settings()
-    plan = handover.current_plan(cfg, allow_mass_stop=allow_mass_stop)
+    plan = handover.current_plan(cfg, allow_mass_stop=allow_mass_stop, ref=ref,
+                                 against=against)
     if out is not None:
         from reconciler import atomic
 

@@ -47,35 +47,78 @@ def _autopaused(state_dir: Path) -> dict[MonitorName, str]:
     return store_mod.Store(state_dir).autopause_reasons()
 
 
-def current_plan(cfg: settings.Settings, *, allow_mass_stop: bool = False) -> plan_mod.Plan:
-    """The plan a reconcile would carry out now on this device.
+def current_plan(cfg: settings.Settings, *, allow_mass_stop: bool = False,
+                 ref: str | None = None, against: Path | None = None) -> plan_mod.Plan:
+    """The plan a reconcile would carry out now on this device: the working tree
+    (committed or not; in git mode too) against what runs here.
+
+    Args:
+        ref: plan what this ref's commit holds instead of the working tree
+            (``plan --ref``; read from the object database, ``config.gitfollow``).
+        against: plan against the running state in this export
+            (``plan --against``, ``client.export``) instead of this device's daemon,
+            for the export's device.
 
     Raises:
         errors.StateError: ``running.json`` is from a newer version, or the state
             directory cannot be read.
         errors.ConfigError: the fleet file or settings are unusable, or monitors.toml's
             agents, routines, channels or owner are invalid (``monitors.toml: ...``).
+        errors.UsageError: ``against`` is not an export.
+        GitError: ``ref`` names no commit, or the root is in no git repository.
         client.SettingsMismatch: the running daemon runs with other settings
             (``client.settings_mismatch``).
     """
-    with direrrors.state_errors(cfg.state_dir):
-        status = client.status(cfg.state_dir)
-        reg = registry_mod.load(cfg.state_dir)
-        last_good = {n: e.monitor for n, e in reg.entries.items()}
-        autopaused = _autopaused(cfg.state_dir)
-    snap = snapshot.read(cfg, last_good=last_good, autopaused=autopaused)
+    if against is not None:
+        from dataclasses import replace
+
+        from reconciler.client import export
+
+        exported = export.load(against, cfg.root)
+        cfg = replace(cfg, device=exported.device)
+        status: Any = None
+        last_good = dict(exported.running)
+        autopaused = dict(exported.autopaused)
+        generation, git = exported.generation, exported.git
+    else:
+        with direrrors.state_errors(cfg.state_dir):
+            status = client.status(cfg.state_dir)
+            reg = registry_mod.load(cfg.state_dir)
+            last_good = {n: e.monitor for n, e in reg.entries.items()}
+            autopaused = _autopaused(cfg.state_dir)
+        generation = int(status["generation"]) if status is not None else reg.generation
+        git = (status.get("git") if status is not None else None) or reg.git
+    snap = _read(cfg, ref, last_good, autopaused)
     if snap.settings_error is not None:
         raise errors.ConfigError(settings_error_line(snap.settings_error))
-    client.check_settings(cfg, status)
-    running = last_good if status is not None else {}
-    generation = int(status["generation"]) if status is not None else reg.generation
+    if against is None:
+        client.check_settings(cfg, status)
+    running = last_good if status is not None or against is not None else {}
     basis = plan_mod.Basis(
         device=cfg.device, daemon_running=status is not None,
         daemon_pid=status.get("pid") if status else None, generation=generation,
         digest=snap.digest, commit=snap.commit, dirty=snap.dirty, problems=tuple(snap.problems),
         created_at=timestamps.utc_seconds(), root=cfg.root, error_files=tuple(snap.error_files),
-        settings_digest=protocol.settings_digest(cfg))
+        settings_digest=protocol.settings_digest(cfg), git=git,
+        against=str(against) if against is not None else "")
     return plan_mod.make(snap.desired, running, basis, allow_mass_stop=allow_mass_stop)
+
+
+def _read(cfg: settings.Settings, ref: str | None, last_good: dict[MonitorName, Any],
+          autopaused: dict[MonitorName, str]) -> snapshot.Snapshot:
+    """The snapshot of the working tree, or of ``ref``'s commit exported to a temporary
+    directory (removed after reading)."""
+    if ref is None:
+        return snapshot.read(cfg, last_good=last_good, autopaused=autopaused)
+    import tempfile
+
+    from reconciler.config import gitfollow
+
+    with tempfile.TemporaryDirectory(prefix="monitors-plan-") as tmp:
+        target = gitfollow.plan_target(cfg, ref, Path(tmp))
+        snap = snapshot.read(target.settings, last_good=last_good, autopaused=autopaused,
+                             with_git=False)
+        return snapshot.at_commit(snap, target.settings.root, cfg.root, target.commit)
 
 
 def settings_error_line(message: str) -> str:

@@ -96,8 +96,11 @@ def rows(cfg: settings.Settings) -> dict[str, Any]:
     """Every monitor known here (valid, invalid-but-applied, running) with liveness.
 
     Returns:
-        ``{"device", "daemon": {"running", "pid", "generation"}, "problems": [lines],
-        "monitors": [row, ...]}`` sorted by name.
+        ``{"device", "daemon": {"running", "pid", "generation", "git"}, "problems":
+        [lines], "monitors": [row, ...]}`` sorted by name. ``daemon.git`` is the
+        followed ref's revisions in git mode (``protocol.GitRevisions``; from
+        ``running.json`` when the daemon is not running), else None; each row's
+        ``revision`` is the commit its running version was applied from.
     """
     with direrrors.state_errors(cfg.state_dir):
         return _rows(cfg)
@@ -153,6 +156,7 @@ def _rows(cfg: settings.Settings) -> dict[str, Any]:
                    now=now, owned=bool(placed.runs_here) if placed else True, error=error,
                    note=note, evaluating=running and why is None, refused=refused,
                    write_error=write_errors.get(name))
+        row["revision"] = reg.monitor_revisions.get(name) if running else None
         if why is not None or note:
             row["reason"] = why.reason if why is not None else note
         elif refused:
@@ -165,11 +169,38 @@ def _rows(cfg: settings.Settings) -> dict[str, Any]:
                    "device": status.get("device") if status else None,
                    "generation": status.get("generation") if status else reg.generation,
                    "held": status.get("held") if status else [],
-                   "settingsMismatch": client.settings_mismatch(cfg, status)},
+                   "settingsMismatch": client.settings_mismatch(cfg, status),
+                   "git": (status.get("git") if status else None) or reg.git},
         "problems": list(snap.errors),
         "storeProblems": list(store.problems),
         "monitors": out,
     }
+
+
+def status(cfg: settings.Settings) -> dict[str, Any]:
+    """``monitors status``: the daemon's status reply (``protocol.StatusReply``) with
+    ``running`` True, or, with the daemon stopped, what ``running.json`` last recorded.
+
+    Returns:
+        ``{"running", "device", "pid", "generation", "revision", "git", "monitors",
+        "problems", "lastReconcile"}``; ``git`` is ``protocol.GitRevisions`` in git mode.
+
+    Raises:
+        errors.StateError: the state directory or ``running.json`` cannot be read.
+    """
+    with direrrors.state_errors(cfg.state_dir):
+        reply = client.status(cfg.state_dir)
+        reg = registry_mod.load(cfg.state_dir)
+    if reply is not None:
+        return {"running": True, "device": reply.get("device"), "pid": reply.get("pid"),
+                "generation": reply.get("generation"), "revision": reply.get("revision"),
+                "git": reply.get("git"), "monitors": list(reply.get("running") or []),
+                "problems": list(reply.get("problems") or []),
+                "lastReconcile": reply.get("lastReconcile")}
+    return {"running": False, "device": reg.device or cfg.device, "pid": None,
+            "generation": reg.generation,
+            "revision": {"commit": reg.commit, "dirty": reg.dirty}, "git": reg.git,
+            "monitors": sorted(reg.entries), "problems": [], "lastReconcile": None}
 
 
 def view(cfg: settings.Settings, name: str, *, fires: int = 10) -> dict[str, Any]:
@@ -191,7 +222,9 @@ def view(cfg: settings.Settings, name: str, *, fires: int = 10) -> dict[str, Any
     result = loader.load(cfg)
     monitor = result.monitors.get(MonitorName(name)) or (entry.monitor if entry else None)
     store = _store(cfg)
-    applied = entry.to_json() | {"monitor": None} if entry else None
+    applied = (entry.to_json() | {"monitor": None,
+                                  "revision": reg.monitor_revisions.get(MonitorName(name))}
+               if entry else None)
     daemon_running = bool(listing["daemon"]["running"])
     from reconciler.state import records
 

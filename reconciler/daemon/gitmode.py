@@ -21,12 +21,11 @@ import contextlib
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 from reconciler import errors, settings, snapshot
-from reconciler.config import files, gitfollow
+from reconciler.config import gitfollow
 from reconciler.config.gitrepo import GitError
 from reconciler.model import Monitor, MonitorName
 
@@ -139,38 +138,12 @@ class Tracker:
     def remember(self, target: gitfollow.Target, autopaused: Mapping[MonitorName, str],
                  last_good: Mapping[MonitorName, Monitor], snap: snapshot.Snapshot
                  ) -> snapshot.Snapshot:
-        """Name files as ``<commit12>:path`` in the problems, keep the snapshot for
-        ``cached`` and return it."""
-        full = str(target.settings.root) + "/"
-        shown = files.display(target.settings.root) + "/"
-        short = target.commit[:12] + ":"
-
-        def named(lines: tuple[str, ...]) -> tuple[str, ...]:
-            return tuple(line.replace(full, short).replace(shown, short) for line in lines)
-
-        def moved(m: Monitor) -> Monitor:
-            return replace(m, origin=self._local(m.origin, target),
-                           overlay=None if m.overlay is None
-                           else self._local(m.overlay, target))
-
-        desired = replace(snap.desired,
-                          monitors={n: moved(m) for n, m in snap.desired.monitors.items()},
-                          invalid={n: named((why,))[0]
-                                   for n, why in snap.desired.invalid.items()})
-        snap = replace(snap, problems=named(snap.problems), errors=named(snap.errors),
-                       error_files=named(snap.error_files), commit=target.commit, dirty=False,
-                       desired=desired,
-                       monitors={n: moved(m) for n, m in snap.monitors.items()})
+        """``snapshot.at_commit`` of ``snap`` (files named as in the repository), kept for
+        ``cached``; returned."""
+        snap = snapshot.at_commit(snap, target.settings.root, self.follower.cfg.root,
+                                  target.commit)
         self._snap = (self._key(target, autopaused, last_good), snap)
         return snap
-
-    def _local(self, path: Path, target: gitfollow.Target) -> Path:
-        """``path`` in the export as the same path below the local root (where the file
-        is in the repository): origins do not change from one commit to the next."""
-        try:
-            return self.follower.cfg.root / path.relative_to(target.settings.root)
-        except ValueError:
-            return path
 
     @staticmethod
     def _key(target: gitfollow.Target, autopaused: Mapping[MonitorName, str],

@@ -171,7 +171,8 @@ class Reconciler:
                 generation=self.registry.generation, digest=snap.digest, commit=snap.commit,
                 dirty=snap.dirty, problems=tuple(snap.problems),
                 created_at=timestamps.utc_seconds(), root=self.cfg.root,
-                error_files=tuple(snap.error_files))
+                error_files=tuple(snap.error_files),
+                git=self.git.revisions.to_json() if self.git is not None else None)
             plan = plan_mod.make(
                 snap.desired, supervisor.running_monitors(self.registry), basis,
                 allow_mass_stop=allow_mass_stop or self.allow_mass_stop)

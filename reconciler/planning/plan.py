@@ -49,6 +49,11 @@ class Basis:
         root: the repository root (paths in the plan are shown relative to it).
         error_files: the monitor and overlay files with at least one error.
         settings_digest: the digest of monitors.toml (empty when not known).
+        git: git mode: the running side's followed ref and revisions
+            (``daemon.protocol.GitRevisions``: ``ref``, ``lastAttemptedRevision``,
+            ``lastAppliedRevision``, ``error``), else None.
+        against: what the running state was read from when not this device's
+            daemon (``plan --against FILE``: the file), else "".
     """
 
     device: str
@@ -63,6 +68,8 @@ class Basis:
     root: Path | str = ""
     error_files: tuple[str, ...] = ()
     settings_digest: str = ""
+    git: Mapping[str, Any] | None = None
+    against: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +94,7 @@ class Plan:
             ``plan`` exits 1 when there is one (Terraform: errors -> 1).
         settings_digest: the digest of the monitors.toml the plan was made with
             (``client.control.settings_digest``); empty when not known.
+        git, against: as ``Basis``.
     """
 
     changes: tuple[Change, ...]
@@ -105,6 +113,8 @@ class Plan:
     root: str = ""
     error_files: tuple[str, ...] = ()
     settings_digest: str = ""
+    git: Mapping[str, Any] | None = None
+    against: str = ""
 
     def counts(self) -> dict[str, int]:
         """Change kind -> number of changes (every action present, held stops included)."""
@@ -176,6 +186,10 @@ class Plan:
                          for n, e in sorted(self.excluded.items())],
             "problems": list(self.problems),
             "errorFiles": list(self.error_files),
+            "git": dict(self.git) if self.git is not None else None,
+            "lastAppliedRevision": (self.git or {}).get("lastAppliedRevision"),
+            "lastAttemptedRevision": (self.git or {}).get("lastAttemptedRevision"),
+            "against": self.against or None,
         }
 
 
@@ -238,4 +252,6 @@ def make(desired: Desired, running: Mapping[MonitorName, Monitor], basis: Basis,
         root=str(root),
         error_files=tuple(sorted(set(basis.error_files))),
         settings_digest=basis.settings_digest,
+        git=basis.git,
+        against=basis.against,
     )

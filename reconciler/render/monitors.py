@@ -108,12 +108,47 @@ def listing(data: dict[str, Any], *, wide: bool = False, width: int | None = Non
     else:
         lines.append(f"The daemon is not running on {data['device']} (`monitors apply` or "
                      "`monitors run` starts it).")
+    lines.extend(git_lines(daemon.get("git")))
     for held in daemon.get("held") or []:
         lines.append(f"HELD: {held.get('action')} {held.get('name')}: {held.get('reason')}")
     for problem in data["problems"]:
         lines.append(problem)
     for problem in data.get("storeProblems") or []:
         lines.append(f"state: {problem}")
+    return "\n".join(lines) + "\n"
+
+
+def git_lines(git: dict[str, Any] | None) -> list[str]:
+    """Git mode's header lines (``protocol.GitRevisions``): ``Following origin/main:
+    applied 1a2b3c4d5e6f (last attempted 9f8e7d6c5b4a).`` and the error, if any;
+    nothing in local mode."""
+    if not git:
+        return []
+    applied = (git.get("lastAppliedRevision") or "")[:12] or "no commit yet"
+    attempted = (git.get("lastAttemptedRevision") or "")[:12]
+    line = f"Following {git.get('ref')}: applied {applied}"
+    if attempted and attempted != applied:
+        line += f" (last attempted {attempted})"
+    lines = [line + "."]
+    if git.get("error"):
+        lines.append(f"git error: {git['error']}")
+    return lines
+
+
+def status(data: dict[str, Any]) -> str:
+    """``monitors status``: one line for the daemon, git mode's lines, the problems."""
+    if data["running"]:
+        lines = [f"Daemon running on {data['device']} (pid {data['pid']}), generation "
+                 f"{data['generation']}, {len(data['monitors'])} monitors running."]
+        last = data.get("lastReconcile") or {}
+        if last.get("at"):
+            lines.append(f"Last reconcile {last['at']} ({last.get('trigger') or 'request'}): "
+                         f"{last.get('summary')}")
+    else:
+        lines = [f"The daemon is not running on {data['device']}; it last ran "
+                 f"{len(data['monitors'])} monitors (generation {data['generation']})."]
+    lines.extend(git_lines(data.get("git")))
+    lines.extend(data.get("problems") or [])
     return "\n".join(lines) + "\n"
 
 
@@ -124,6 +159,7 @@ def view(data: dict[str, Any]) -> str:
         f"{data['name']}" + (" [built-in]" if data["builtin"] else ""),
         f"  origin:      {data['origin']} ({data['scope']} layer)",
         f"  fingerprint: {data['fingerprint']}",
+        *([f"  revision:    {data['revision']}"] if data.get("revision") else []),
         f"  status:      {data['status']}" + (f" ({data['reason']})" if data.get("reason")
                                               else ""),
         f"  owner:       {data['owner']} ({data['placement']})",

@@ -26,6 +26,7 @@ from reconciler import durations
 from reconciler.planning.diff import DURATION_FIELDS, SYMBOLS, Change, ChangeKind, FieldChange
 from reconciler.planning.plan import Plan
 from reconciler.render import style, terminal
+from reconciler.render.monitors import git_lines
 
 COLORS: dict[ChangeKind, str] = {
     ChangeKind.START: "green",
@@ -99,7 +100,11 @@ def text(plan: Plan, *, color: bool = False, show_unchanged: bool = False) -> st
     where = f" at {plan.commit[:12]}{' (uncommitted changes)' if plan.dirty else ''}" \
         if plan.commit else ""
     out.append(f"Planning for device {plan.device}{where}.")
-    if not plan.daemon_running:
+    out.extend(git_lines(dict(plan.git)) if plan.git else [])
+    if plan.against:
+        out.append(f"Running state from {plan.against} (exported by `monitors status "
+                   f"--export`), generation {plan.generation}.")
+    elif not plan.daemon_running:
         out.append(_style("The daemon is not running: running state is empty (`monitors apply` "
                           "or `monitors run` starts it).", color, fg="yellow"))
     else:

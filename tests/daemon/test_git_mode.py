@@ -3,6 +3,7 @@ tree, records the revisions, and keeps the last applied commit when the ref is u
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -81,8 +82,12 @@ def test_follows_a_force_push_and_keeps_the_last_commit_when_the_ref_is_deleted(
     assert "origin/main" in status["error"]
     assert status["lastAppliedRevision"] == rewritten
     assert set(d.running()) == {"a", "c"}
-    reply = d.cli("list", "--json")
-    assert rewritten in reply.stdout, reply.stdout
+    listing = json.loads(d.cli("list", "--json").stdout)
+    assert listing["daemon"]["git"]["lastAppliedRevision"] == rewritten
+    assert "origin/main" in listing["daemon"]["git"]["error"]
+    text = d.cli("status").stdout
+    assert f"Following origin/main: applied {rewritten[:12]}" in text
+    assert "git error: " in text
 
 
 def test_a_failing_fetch_keeps_the_applied_commit_and_shows_the_error(
@@ -98,3 +103,68 @@ def test_a_failing_fetch_keeps_the_applied_commit_and_shows_the_error(
              what="the fetch error", log=d.log)
     assert _git_status(repo)["lastAppliedRevision"] == applied
     assert "a" in d.running()
+
+
+def test_plan_shows_the_working_tree_against_what_runs_and_plans_a_ref(
+        repo: Repo, daemons: Callable[..., Daemon]) -> None:
+    init(repo)
+    applied = commit(repo, "a", {"monitors.d/a.yml": monitor("a")})
+    git(repo.root, "branch", "feature")
+    d = daemons().start()
+    wait_for(lambda: "a" in d.running(), what="a running", log=d.log)
+    repo.write("monitors.d/b.yml", monitor("b"))  # uncommitted: planned, not run
+    plan = d.cli("plan")
+    assert plan.returncode == 0, plan.stderr
+    assert "+ b" in plan.stdout and f"applied {applied[:12]}" in plan.stdout
+    doc = json.loads(d.cli("plan", "--json").stdout)
+    assert doc["lastAppliedRevision"] == applied
+    assert [c["name"] for c in doc["changes"] if c["action"] == "start"] == ["b"]
+    git(repo.root, "checkout", "-q", "feature")
+    later = commit(repo, "c on feature", {"monitors.d/c.yml": monitor("c")})
+    git(repo.root, "checkout", "-q", "main")
+    by_ref = json.loads(d.cli("plan", "--json", "--ref", "feature").stdout)
+    assert by_ref["commit"] == later
+    assert [c["name"] for c in by_ref["changes"] if c["action"] == "start"] == ["c"]
+    missing = d.cli("plan", "--ref", "nope")
+    assert missing.returncode == 1 and "nope" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    assert set(d.running()) == {"a"}
+
+
+def test_export_and_plan_against_round_trip(
+        repo: Repo, tmp_path: Path, daemons: Callable[..., Daemon]) -> None:
+    init(repo)
+    applied = commit(repo, "a b", {"monitors.d/a.yml": monitor("a"),
+                                   "monitors.d/b.yml": monitor("b")})
+    d = daemons().start()
+    wait_for(lambda: {"a", "b"} <= set(d.running()), what="a, b running", log=d.log)
+    out = tmp_path / "edge.json"
+    done = d.cli("status", "--export", str(out))
+    assert done.returncode == 0, done.stderr
+    exported = json.loads(out.read_text())
+    assert exported["device"] == "test-box"
+    assert exported["monitors"]["a"]["revision"] == applied
+    assert exported["monitors"]["a"]["origin"] == "monitors.d/a.yml"
+    assert "liveness" not in out.read_text() and "state" not in exported["monitors"]["a"]
+    d.stop()
+    # CI: another checkout, no daemon, no state: plan the pull request against the export
+    ci = tmp_path / "ci"
+    git(tmp_path, "clone", "-q", str(repo.root), str(ci))
+    (ci / "monitors.d/b.yml").unlink()
+    (ci / "monitors.d/c.yml").write_text(monitor("c"))
+    (ci / "monitors.d/a.yml").write_text(monitor("a", "changed"))
+    env_root = ["--root", str(ci), "--state-dir", str(tmp_path / "ci-state")]
+    plan = d.cli(*env_root, "plan", "--json", "--against", str(out))
+    assert plan.returncode == 0, plan.stderr
+    doc = json.loads(plan.stdout)
+    actions = {c["name"]: c["action"] for c in doc["changes"]}
+    assert actions == {"a": "replace", "b": "stop", "c": "start"}
+    assert doc["device"] == "test-box" and doc["lastAppliedRevision"] == applied
+    same = json.loads(d.cli("plan", "--json", "--against", str(out)).stdout)
+    assert not same["hasChanges"], same["summary"]
+    text = d.cli(*env_root, "plan", "--against", str(out)).stdout
+    assert f"Running state from {out}" in text
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    refused = d.cli("plan", "--against", str(bad))
+    assert refused.returncode != 0 and "status --export" in refused.stderr
