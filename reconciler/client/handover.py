@@ -48,7 +48,8 @@ def _autopaused(state_dir: Path) -> dict[MonitorName, str]:
 
 
 def current_plan(cfg: settings.Settings, *, allow_mass_stop: bool = False,
-                 ref: str | None = None, against: Path | None = None) -> plan_mod.Plan:
+                 ref: str | None = None, against: Path | None = None,
+                 follow: bool = False) -> plan_mod.Plan:
     """The plan a reconcile would carry out now on this device: the working tree
     (committed or not; in git mode too) against what runs here.
 
@@ -58,6 +59,8 @@ def current_plan(cfg: settings.Settings, *, allow_mass_stop: bool = False,
         against: plan against the running state in this export
             (``plan --against``, ``client.export``) instead of this device's daemon,
             for the export's device.
+        follow: git mode's ``apply``: plan the followed ref's commit, fetched and
+            verified as the daemon will (``gitfollow.Follower.head``).
 
     Raises:
         errors.StateError: ``running.json`` is from a newer version, or the state
@@ -88,7 +91,7 @@ def current_plan(cfg: settings.Settings, *, allow_mass_stop: bool = False,
             autopaused = _autopaused(cfg.state_dir)
         generation = int(status["generation"]) if status is not None else reg.generation
         git = (status.get("git") if status is not None else None) or reg.git
-    snap = _read(cfg, ref, last_good, autopaused)
+    snap = _read(cfg, ref, last_good, autopaused, follow=follow)
     if snap.settings_error is not None:
         raise errors.ConfigError(settings_error_line(snap.settings_error))
     if against is None:
@@ -105,17 +108,19 @@ def current_plan(cfg: settings.Settings, *, allow_mass_stop: bool = False,
 
 
 def _read(cfg: settings.Settings, ref: str | None, last_good: dict[MonitorName, Any],
-          autopaused: dict[MonitorName, str]) -> snapshot.Snapshot:
-    """The snapshot of the working tree, or of ``ref``'s commit exported to a temporary
-    directory (removed after reading)."""
-    if ref is None:
+          autopaused: dict[MonitorName, str], *, follow: bool = False) -> snapshot.Snapshot:
+    """The snapshot of the working tree, or of ``ref``'s commit (``follow``: of the
+    followed ref's) exported to a temporary directory (removed after reading)."""
+    from reconciler.config import gitfollow
+
+    git = gitfollow.git_settings(cfg) if follow and ref is None else None
+    if ref is None and git is None:
         return snapshot.read(cfg, last_good=last_good, autopaused=autopaused)
     import tempfile
 
-    from reconciler.config import gitfollow
-
     with tempfile.TemporaryDirectory(prefix="monitors-plan-") as tmp:
-        target = gitfollow.plan_target(cfg, ref, Path(tmp))
+        target = (gitfollow.Follower(cfg, git).head(Path(tmp)) if git is not None
+                  else gitfollow.plan_target(cfg, str(ref), Path(tmp)))
         snap = snapshot.read(target.settings, last_good=last_good, autopaused=autopaused,
                              with_git=False)
         return snapshot.at_commit(snap, target.settings.root, cfg.root, target.commit)
@@ -237,6 +242,10 @@ def apply(
 ) -> ApplyReport:
     """Apply the current plan (or a saved one that still matches) through the daemon.
 
+    In git mode the plan is the followed ref's commit (fetched first for a remote ref,
+    verified under ``verify = "signed"``), never the working tree, and the daemon
+    fetches and reconciles to it at once.
+
     The change is handed over at once (``reconcile``); the first polls are then
     awaited in steps of ``POLL_STEP`` seconds (``first-polls``), so ``progress`` hears
     which monitors are still pending. An interrupt (``KeyboardInterrupt``) while
@@ -254,7 +263,7 @@ def apply(
             the daemon could not be started or reached.
         errors.StateError: the state directory is unusable (read-only, not a directory).
     """
-    plan = current_plan(cfg, allow_mass_stop=allow_mass_stop)
+    plan = current_plan(cfg, allow_mass_stop=allow_mass_stop, follow=True)
     if plan_file is not None:
         saved = load_saved(plan_file)
         stale = saved_mod.stale_reasons(saved, plan)

@@ -196,15 +196,30 @@ class Follower:
                                     gpg_home=self.git.gpg_home)
         return None if why is None else f"{commit[:12]} is not signed by an allowed key: {why}"
 
-    def export(self, commit: str) -> Target:
-        """Export ``commit``'s settings, fleet file and layers (see the module docstring);
-        an export already made is reused.
+    def export(self, commit: str, into: Path | None = None) -> Target:
+        """Export ``commit``'s settings, fleet file and layers (see the module docstring)
+        into ``into`` (default: ``<state>/git-trees``); an export already made is reused.
 
         Raises:
             GitError: ``commit`` is unknown.
             errors.ConfigError: the commit's ``monitors.toml`` is invalid TOML.
         """
-        return export(self._open(), commit, self.cfg, prefix=self._prefix)
+        self._open()
+        return export(self._repo, commit, self.cfg, prefix=self._prefix, into=into)
+
+    def head(self, into: Path) -> Target:
+        """Fetch, resolve and verify the ref as the daemon does, and export its commit
+        into ``into``: what ``monitors apply`` plans in git mode.
+
+        Raises:
+            GitError: the fetch failed, the ref names no commit, or ``verify`` refuses it.
+        """
+        self.fetch()
+        commit = self.resolve()
+        why = self.verify(commit)
+        if why is not None:
+            raise GitError(f"[git] verify: {why}")
+        return self.export(commit, into)
 
 
 def _inside(prefix: str, rel: str) -> str:

@@ -168,3 +168,74 @@ def test_export_and_plan_against_round_trip(
     bad.write_text("{}")
     refused = d.cli("plan", "--against", str(bad))
     assert refused.returncode != 0 and "status --export" in refused.stderr
+
+
+def _signing_key(repo: Repo, tmp_path: Path) -> Path:
+    """An ed25519 key made now (no agent, no passphrase); the clone signs with it and
+    ``allowed_signers`` names it. Returns the allowed signers file."""
+    import shutil
+    import subprocess
+
+    if shutil.which("ssh-keygen") is None:
+        import pytest
+
+        pytest.skip("ssh-keygen is not installed (openssh-client)")
+    key = tmp_path / "signing"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "t", "-f", str(key)],
+                   check=True, capture_output=True, timeout=30)
+    allowed = tmp_path / "allowed_signers"
+    allowed.write_text(f"t@example.invalid {(tmp_path / 'signing.pub').read_text().strip()}\n")
+    git(repo.root, "config", "gpg.format", "ssh")
+    git(repo.root, "config", "user.signingkey", str(key))
+    return allowed
+
+
+def test_verify_signed_applies_signed_commits_only(
+        repo: Repo, tmp_path: Path, daemons: Callable[..., Daemon]) -> None:
+    init(repo)
+    allowed = _signing_key(repo, tmp_path)
+    repo.write("monitors.toml", f'[git]\nref = "main"\nverify = "signed"\n'
+                                f'allowedSigners = "{allowed}"\n')
+    repo.write("monitors.d/a.yml", monitor("a"))
+    git(repo.root, "add", "monitors.d/a.yml")
+    git(repo.root, "commit", "-q", "-S", "-m", "signed a")
+    signed = git(repo.root, "rev-parse", "HEAD")
+    d = daemons().start()
+    wait_for(lambda: "a" in d.running(), what="a running", log=d.log)
+    assert _git_status(repo)["lastAppliedRevision"] == signed
+    unsigned = commit(repo, "unsigned b", {"monitors.d/b.yml": monitor("b")})
+    wait_for(lambda: _git_status(repo).get("lastAttemptedRevision") == unsigned,
+             what="the unsigned head seen", log=d.log)
+    status = _git_status(repo)
+    assert status["lastAppliedRevision"] == signed
+    assert f"{unsigned[:12]} is not signed by an allowed key" in status["error"]
+    assert set(d.running()) == {"a"}
+    repo.write("monitors.d/c.yml", monitor("c"))
+    git(repo.root, "add", "monitors.d/c.yml")
+    git(repo.root, "commit", "-q", "-S", "-m", "signed c")
+    again = git(repo.root, "rev-parse", "HEAD")
+    wait_for(lambda: _git_status(repo).get("lastAppliedRevision") == again,
+             what="the signed head applied", log=d.log)
+    assert set(d.running()) == {"a", "b", "c"}
+    assert _git_status(repo)["error"] is None
+
+
+def test_apply_fetches_and_reconciles_to_the_ref_at_once(
+        repo: Repo, tmp_path: Path, daemons: Callable[..., Daemon]) -> None:
+    origin = tmp_path / "origin.git"
+    init(repo, origin=origin, toml='ref = "origin/main"\nfetch = "1h"\n')
+    commit(repo, "a", {"monitors.d/a.yml": monitor("a")})
+    git(repo.root, "push", "-q", "origin", "main")
+    d = daemons().start()
+    wait_for(lambda: "a" in d.running(), what="a running", log=d.log)
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(origin), str(other))
+    (other / "monitors.d/b.yml").write_text(monitor("b"))
+    git(other, "add", "monitors.d/b.yml")
+    git(other, "commit", "-q", "-m", "b from elsewhere")
+    pushed = git(other, "rev-parse", "HEAD")
+    git(other, "push", "-q", "origin", "main")
+    done = d.cli("apply", "--yes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _git_status(repo)["lastAppliedRevision"] == pushed  # no wait: apply fetched
+    assert "b" in d.running()
