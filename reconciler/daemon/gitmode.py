@@ -125,15 +125,22 @@ class Tracker:
 
     def cached(self, target: gitfollow.Target, autopaused: Mapping[MonitorName, str],
                last_good: Mapping[MonitorName, Monitor]) -> snapshot.Snapshot | None:
-        """The snapshot made for the same commit, local settings, auto-pauses and
-        applied set, unless a pause has expired since; else None."""
-        key = self._key(target, autopaused, last_good)
-        if self._snap is None or self._snap[0] != key:
+        """The snapshot made for the same commit, local settings and auto-pauses, when
+        the last applied versions of its invalid monitors are still the ones it used
+        and no pause has expired since; else None."""
+        if self._snap is None or self._snap[0] != self._key(target, autopaused):
             return None
-        expiry = self._snap[1].next_pause_expiry
+        snap = self._snap[1]
+        for name in snap.desired.invalid:
+            used = snap.desired.monitors.get(name)
+            now = last_good.get(name)
+            if (used is None) != (now is None) or (
+                    used is not None and now is not None and used.fingerprint != now.fingerprint):
+                return None
+        expiry = snap.next_pause_expiry
         if expiry is not None and expiry <= time.time():
             return None
-        return self._snap[1]
+        return snap
 
     def remember(self, target: gitfollow.Target, autopaused: Mapping[MonitorName, str],
                  last_good: Mapping[MonitorName, Monitor], snap: snapshot.Snapshot
@@ -142,12 +149,10 @@ class Tracker:
         ``cached``; returned."""
         snap = snapshot.at_commit(snap, target.settings.root, self.follower.cfg.root,
                                   target.commit)
-        self._snap = (self._key(target, autopaused, last_good), snap)
+        self._snap = (self._key(target, autopaused), snap)
         return snap
 
     @staticmethod
-    def _key(target: gitfollow.Target, autopaused: Mapping[MonitorName, str],
-             last_good: Mapping[MonitorName, Monitor]) -> tuple[Any, ...]:
-        return (target.commit, id(target.settings.toml),
-                tuple(sorted(autopaused.items())),
-                tuple(sorted((str(n), str(m.fingerprint)) for n, m in last_good.items())))
+    def _key(target: gitfollow.Target, autopaused: Mapping[MonitorName, str]
+             ) -> tuple[Any, ...]:
+        return target.commit, id(target.settings.toml), tuple(sorted(autopaused.items()))

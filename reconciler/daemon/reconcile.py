@@ -16,6 +16,7 @@ No signals, sockets or watching here (``daemon.main``), no control requests
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import time
@@ -81,6 +82,8 @@ class Reconciler:
         self._published: tuple[dict[str, Any], tuple[int, int, int] | None] | None = None
         self.git: gitmode.Tracker | None = None  # git mode: the followed ref (``follow``)
         self._shared_toml: Any = None  # the settings the parts were last configured with
+        self._secrets_of: snapshot.Snapshot | None = None  # secrets registered for it
+        self._plan_memo: tuple[tuple[Any, ...], plan_mod.Plan, snapshot.Snapshot] | None = None
 
     def follow(self, applied: str | None = None) -> None:
         """Enter git mode when ``[git] ref`` is set in ``cfg`` (again after a SIGHUP),
@@ -162,20 +165,31 @@ class Reconciler:
                 snap = await asyncio.to_thread(self.read_snapshot, self._last_good())
             if snap is None:  # git mode before any usable commit: nothing to apply
                 return self._idle(trigger)
-            self.register_secrets(snap)
+            if snap is not self._secrets_of:
+                self.register_secrets(snap)
+                self._secrets_of = snap
             expiry = snap.next_pause_expiry
             self.pause_due = None if expiry is None else (
                 time.monotonic() + max(0.0, expiry - time.time()) + PAUSE_MARGIN)
-            basis = plan_mod.Basis(
-                device=self.cfg.device, daemon_running=True, daemon_pid=os.getpid(),
-                generation=self.registry.generation, digest=snap.digest, commit=snap.commit,
-                dirty=snap.dirty, problems=tuple(snap.problems),
-                created_at=timestamps.utc_seconds(), root=self.cfg.root,
-                error_files=tuple(snap.error_files),
-                git=self.git.revisions.to_json() if self.git is not None else None)
-            plan = plan_mod.make(
-                snap.desired, supervisor.running_monitors(self.registry), basis,
-                allow_mass_stop=allow_mass_stop or self.allow_mass_stop)
+            git = self.git.revisions.to_json() if self.git is not None else None
+            allow = allow_mass_stop or self.allow_mass_stop
+            # the same snapshot (git mode: an unchanged ref) and running set plan the same
+            memo = (id(snap), self.registry.generation, tuple(self.registry.entries), allow,
+                    tuple(sorted((git or {}).items())))
+            same = self._plan_memo is not None and self._plan_memo[0] == memo \
+                and self._plan_memo[2] is snap
+            if same:
+                assert self._plan_memo is not None
+                plan = self._plan_memo[1]
+            else:
+                basis = plan_mod.Basis(
+                    device=self.cfg.device, daemon_running=True, daemon_pid=os.getpid(),
+                    generation=self.registry.generation, digest=snap.digest,
+                    commit=snap.commit, dirty=snap.dirty, problems=tuple(snap.problems),
+                    created_at=timestamps.utc_seconds(), root=self.cfg.root,
+                    error_files=tuple(snap.error_files), git=git)
+                plan = plan_mod.make(snap.desired, supervisor.running_monitors(self.registry),
+                                     basis, allow_mass_stop=allow)
             self._log_problems(snap, plan, trigger)
             applied = await self.parts.supervisor.apply(plan)
             self.registry.held = [{"name": c.name, "action": c.action.value,
@@ -184,8 +198,10 @@ class Reconciler:
             self.registry.commit, self.registry.dirty = snap.commit, snap.dirty
             self._record_revisions(snap, applied)
             self.registry.applied_at = timestamps.utc_seconds()
+            quiet = same and not (applied.changed or applied.failed)
+            self._plan_memo = None if applied.changed else (memo, plan, snap)
             try:
-                await asyncio.to_thread(self._publish_if_changed)
+                await asyncio.to_thread(self._publish_if_changed, quiet)
             except OSError as e:
                 raise direrrors.state_error(self.cfg.state_dir, e,
                                             doing="publish the running registry") from e
@@ -227,7 +243,9 @@ class Reconciler:
 
         try:
             self.parts.dispatcher.reconfigure(options.parse(cfg.toml))
-            self.parts.ctx.settings, self.parts.ctx.fleet = cfg, fleet.load(cfg.fleet_file)
+            # commands run and relative paths resolve in the daemon's root, not the export
+            self.parts.ctx.settings = dataclasses.replace(cfg, root=self.cfg.root)
+            self.parts.ctx.fleet = fleet.load(cfg.fleet_file)
         except errors.MonitorsError as e:  # snapshot.read reports it as settings_error
             log.debug("keeping the action settings in use: %s", e)
             return
@@ -286,17 +304,21 @@ class Reconciler:
             log.warning("HELD %d stops (mass-stop guard): %s",
                         sum(1 for c in plan.changes if c.held), plan.mass_stop)
 
-    def _publish_if_changed(self) -> bool:
+    def _publish_if_changed(self, quiet: bool = False) -> bool:
         """Publish ``running.json`` unless its content (all but ``appliedAt``) equals what
         this daemon last published and the file is still that one (same inode, mtime,
-        size). Returns whether it published.
+        size). ``quiet``: the reconcile reused the last plan and changed nothing, so
+        only the file is checked. Returns whether it published.
 
         Raises:
             OSError: the state directory is not writable.
         """
+        file = registry_mod.path(self.cfg.state_dir)
+        if quiet and self._published is not None \
+                and self._published[1] == snapshot.stat_key(file):
+            return False
         doc = self.registry.to_json()
         doc.pop("appliedAt", None)
-        file = registry_mod.path(self.cfg.state_dir)
         if self._published is not None and self._published == (doc, snapshot.stat_key(file)):
             return False
         self._published = None
