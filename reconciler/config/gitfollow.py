@@ -168,7 +168,7 @@ class Follower:
         """
         repo = self._open()
         if self.git.url:
-            gitrepo.fetch_mirror(repo, self.git.url)
+            gitrepo.fetch_url(repo, self.git.url)
             return
         remote = gitrepo.remote_of(repo, self.git.ref)
         if remote is not None:

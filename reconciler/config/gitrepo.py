@@ -3,13 +3,14 @@
 * The configuration repository's working tree (local mode): ``revision`` (the commit and
   whether the layers are dirty, cached on cheap stats), ``author`` and ``commit``
   (``pause --commit``), ``baseline`` (``system/`` against ``HEAD`` before the first pull).
-* The system layer's upstream (``system pull``): ``fetch`` into a bare cache at
-  ``<state>/system-upstream.git`` with forced, pruned refspecs, so a force-pushed or
-  rewritten upstream is simply followed; ``resolve`` and ``tree_files``.
 * Following a ref (git mode, ``config.gitfollow``): ``open_repository`` /
-  ``open_mirror``, ``fetch_remote`` / ``fetch_mirror``, ``resolve_ref``, ``read_blobs``
+  ``open_mirror``, ``fetch_remote`` / ``fetch_url``, ``resolve_ref``, ``read_blobs``
   (files of a commit's tree, read from the object database: the working tree and the
   index are never read or written) and ``verify_commit``.
+* The system layer's upstream (``system pull``), on the same primitives: ``fetch``
+  (``fetch_url`` into a bare cache at ``<state>/system-upstream.git``; forced, pruned
+  refspecs, so a force-pushed or rewritten upstream is simply followed), ``resolve``
+  (``resolve_ref`` over branch, tag, commit) and ``tree_files`` (``_files``).
 
 Why GitPython and not our own ``subprocess`` calls: it resolves refs in Python (loose
 refs and ``packed-refs``, no process), so checking an unchanged ref costs no fork, and
@@ -152,39 +153,35 @@ def cache_path(settings: Settings) -> Path:
     return settings.state_dir / CACHE_DIR
 
 
-def _open_cache(settings: Settings) -> Any:
+def _open_bare(path: Path, what: str) -> Any:
+    """The bare repository at ``path``, created empty (0700, in the private state
+    directory) when absent.
+
+    Raises:
+        GitError: it cannot be created or opened.
+    """
     git = _git()
-    path = cache_path(settings)
     try:
         if (path / "HEAD").is_file():
             return git.Repo(path)
         atomic.make_dirs(path)  # in the private state directory: 0700, parents too
         return git.Repo.init(path, bare=True)
     except (git.GitError, OSError) as e:
-        raise GitError(f"{path}: cannot open the system-layer cache: {_last_line(e)}") from e
+        raise GitError(f"{path}: cannot open the {what}: {_last_line(e)}") from e
 
 
 def fetch(settings: Settings, up: Upstream) -> Any:
-    """Fetch ``up`` into the cache (forced, pruned) and return the cache ``git.Repo``.
+    """Fetch ``up`` into the cache (forced, pruned; ``fetch_url``) and return the cache
+    ``git.Repo``.
 
     Raises:
         GitError: the upstream cannot be fetched (one line from git's stderr).
     """
-    git = _git()
-    repo = _open_cache(settings)
-    specs = ["+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"]
-    if up.ref is None:
-        specs.append(f"+HEAD:{HEAD_REF}")
+    repo = _open_bare(cache_path(settings), "system-layer cache")
     try:
-        repo.git.fetch("--prune", "--no-write-fetch-head", up.url, *specs)
-    except git.GitCommandError as e:
-        missing = _missing_local_path(up.url)
-        if missing is None:
-            why = _last_line(e)
-        else:
-            why = ("no such file or directory" if missing == up.url
-                   else f"{missing}: no such file or directory")
-        raise GitError(f"system pull: cannot fetch {up.url}: {why}") from e
+        fetch_url(repo, up.url, head=HEAD_REF if up.ref is None else None)
+    except GitError as e:
+        raise GitError(f"system pull: {e}") from e
     return repo
 
 
@@ -194,7 +191,6 @@ def resolve(repo: Any, up: Upstream) -> Any:
     Raises:
         GitError: no such branch, tag or commit upstream.
     """
-    git = _git()
     if up.ref is None:
         candidates = [HEAD_REF]
     else:
@@ -202,8 +198,8 @@ def resolve(repo: Any, up: Upstream) -> Any:
         candidates = [f"refs/remotes/origin/{ref}", f"refs/tags/{ref}", ref]
     for name in candidates:
         try:
-            return repo.commit(f"{name}^{{commit}}")
-        except (git.BadName, git.BadObject, ValueError, git.GitCommandError):
+            return repo.commit(resolve_ref(repo, name))
+        except GitError:
             continue
     raise GitError(
         f"system pull: {up.url} has no branch, tag or commit {up.ref or 'HEAD'!r}"
@@ -228,17 +224,21 @@ def tree_files(commit: Any, up: Upstream) -> tuple[str, dict[str, bytes]]:
             ) from None
         if tree.type != "tree":
             raise GitError(f"system pull: {up.url}: {up.path} is not a folder")
-    files: dict[str, bytes] = {}
     prefix = tree.path + "/" if tree.path else ""
-    for item in tree.traverse():
-        # regular files only (100644 / 100755); symlinks and submodules are skipped
-        if item.type != "blob" or item.mode & 0o170000 != 0o100000:
-            continue
-        rel = item.path[len(prefix):]
-        if rel == systemrecord.RECORD_FILE:
-            continue
-        files[rel] = item.data_stream.read()
+    files = {path[len(prefix):]: data for path, data in _files(tree).items()}
+    files.pop(systemrecord.RECORD_FILE, None)
     return str(tree.hexsha), files
+
+
+def _files(tree: Any) -> dict[str, bytes]:
+    """Every regular file below ``tree`` (100644 / 100755; symlinks and submodules
+    skipped): its path from the repository's top -> bytes (one ``cat-file --batch``)."""
+    out: dict[str, bytes] = {}
+    items = tree.traverse() if tree.type == "tree" else [tree]
+    for item in items:
+        if item.type == "blob" and item.mode & 0o170000 == 0o100000:
+            out[str(item.path)] = item.data_stream.read()
+    return out
 
 
 # -- the configuration repository: author and --commit --------------------------------------
@@ -450,31 +450,30 @@ def open_mirror(state_dir: Path) -> Any:
     Raises:
         GitError: it cannot be created or opened.
     """
-    git = _git()
-    path = state_dir / MIRROR_DIR
-    try:
-        if (path / "HEAD").is_file():
-            return git.Repo(path)
-        atomic.make_dirs(path)
-        return git.Repo.init(path, bare=True)
-    except (git.GitError, OSError) as e:
-        raise GitError(f"{path}: cannot open the git mirror: {_last_line(e)}") from e
+    return _open_bare(state_dir / MIRROR_DIR, "git mirror")
 
 
-def fetch_mirror(repo: Any, url: str) -> None:
-    """Fetch every branch and tag of ``url`` into the mirror, forced and pruned (a
-    force-push or a deleted branch upstream is followed: ``refs/remotes/origin/*``).
+def fetch_url(repo: Any, url: str, *, head: str | None = None) -> None:
+    """Fetch every branch (as ``refs/remotes/origin/*``) and tag of ``url`` into the
+    bare ``repo``, forced and pruned, so a force-push or a deleted branch upstream is
+    followed; ``head``: also store the remote's ``HEAD`` as that ref.
 
     Raises:
-        GitError: the fetch failed (one line).
+        GitError: the fetch failed (``cannot fetch URL: why``).
     """
     git = _git()
     specs = [f"+refs/heads/*:refs/remotes/{MIRROR_REMOTE}/*", "+refs/tags/*:refs/tags/*"]
+    if head is not None:
+        specs.append(f"+HEAD:{head}")
     try:
         repo.git.fetch("--prune", "--no-write-fetch-head", url, *specs)
     except git.GitCommandError as e:
         missing = _missing_local_path(url)
-        why = _last_line(e) if missing is None else f"{missing}: no such file or directory"
+        if missing is None:
+            why = _last_line(e)
+        else:
+            why = ("no such file or directory" if missing == url
+                   else f"{missing}: no such file or directory")
         raise GitError(f"cannot fetch {url}: {why}") from e
 
 
@@ -537,13 +536,9 @@ def read_blobs(repo: Any, sha: str, paths: Iterable[str]) -> tuple[str, dict[str
     out: dict[str, bytes] = {}
     for want in sorted({p.strip("/") for p in paths}):
         try:
-            item = tree / want if want not in ("", ".") else tree
+            out.update(_files(tree / want if want not in ("", ".") else tree))
         except KeyError:
             continue
-        items = item.traverse() if item.type == "tree" else [item]
-        for blob in items:
-            if blob.type == "blob" and blob.mode & 0o170000 == 0o100000:
-                out[str(blob.path)] = blob.data_stream.read()
     return root_id, out
 
 

@@ -34,6 +34,9 @@ def test_runs_commits_of_a_local_ref_and_never_the_working_tree(
     assert status["lastAppliedRevision"] == status["lastAttemptedRevision"] == second
     assert d.running()["c"]["revision"] == second
     assert d.running()["a"]["revision"] == first  # its running version came from there
+    view = json.loads(d.cli("view", "a", "--json").stdout)
+    assert view["revision"] == first and view["lastApplied"]["revision"] == first
+    assert f"revision:    {first}" in d.cli("view", "a").stdout
     assert (repo.root / "monitors.d/b.yml").exists()  # the working tree is untouched
     assert "monitors.d/b.yml" in git(repo.root, "status", "--porcelain", "--untracked=all")
 
