@@ -242,3 +242,68 @@ def test_apply_fetches_and_reconciles_to_the_ref_at_once(
     assert done.returncode == 0, done.stdout + done.stderr
     assert _git_status(repo)["lastAppliedRevision"] == pushed  # no wait: apply fetched
     assert "b" in d.running()
+
+
+def test_a_restart_with_the_ref_deleted_keeps_the_last_applied_commit(
+        repo: Repo, daemons: Callable[..., Daemon]) -> None:
+    init(repo)
+    git(repo.root, "checkout", "-q", "-b", "live")
+    repo.write("monitors.toml", '[git]\nref = "live"\n')
+    applied = commit(repo, "a", {"monitors.d/a.yml": monitor("a")})
+    d = daemons().start()
+    wait_for(lambda: "a" in d.running(), what="a running", log=d.log)
+    assert d.stop() == 0
+    git(repo.root, "checkout", "-q", "main")
+    git(repo.root, "branch", "-q", "-D", "live")
+    again = daemons(log_name="second.log").start()
+    wait_for(lambda: "a" in again.running() and _git_status(repo).get("error"),
+             what="a running again, the deleted ref reported", log=again.log)
+    status = _git_status(repo)
+    assert status["lastAppliedRevision"] == applied and "'live'" in status["error"]
+
+
+def test_a_channel_and_a_monitor_using_it_land_in_one_commit(
+        repo: Repo, daemons: Callable[..., Daemon]) -> None:
+    init(repo)
+    commit(repo, "a", {"monitors.d/a.yml": monitor("a")})
+    local = (repo.root / "monitors.toml").read_text()
+    d = daemons().start()
+    wait_for(lambda: "a" in d.running(), what="a running", log=d.log)
+    uses = monitor("b").replace("type: notify\n", "type: notify\n  channel: team\n")
+    assert "channel: team" in uses
+    shared = '[channels.team]\nurl = "json://127.0.0.1:9/hook"\n'
+    landed = commit(repo, "the team channel and b", {
+        ".gitignore": ".history/\n", "monitors.toml": shared, "monitors.d/b.yml": uses})
+    repo.write("monitors.toml", local)  # the device's own settings: not committed
+    wait_for(lambda: _git_status(repo).get("lastAppliedRevision") == landed,
+             what="the commit applied", log=d.log)
+    wait_for(lambda: "b" in d.running(), what="b running with the commit's channel",
+             log=d.log)
+    assert "unknown channel" not in d.log_text()
+
+
+def test_a_url_is_followed_through_a_private_mirror_without_a_checkout(
+        repo: Repo, tmp_path: Path, daemons: Callable[..., Daemon]) -> None:
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
+    work = tmp_path / "work"
+    git(tmp_path, "clone", "-q", str(origin), str(work))
+    (work / "monitors.d").mkdir()
+    (work / "monitors.d/a.yml").write_text(monitor("a"))
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "a")
+    git(work, "push", "-q", "origin", "main")
+    repo.write("monitors.toml", f'[git]\nurl = "{origin}"\nref = "main"\nfetch = "1s"\n')
+    d = daemons().start()
+    wait_for(lambda: "a" in d.running(), what="a running from the mirror", log=d.log)
+    (work / "monitors.d/b.yml").write_text(monitor("b"))
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "b")
+    pushed = git(work, "rev-parse", "HEAD")
+    git(work, "push", "-q", "origin", "main")
+    wait_for(lambda: _git_status(repo).get("lastAppliedRevision") == pushed,
+             what="the pushed commit applied", log=d.log)
+    assert set(d.running()) == {"a", "b"}
+    assert (repo.state / "git-mirror.git" / "HEAD").is_file()
+    assert not (repo.root / ".git").exists()
+    assert not (repo.user / "a.yml").exists()  # nothing was checked out
