@@ -106,13 +106,28 @@ def rows(cfg: settings.Settings) -> dict[str, Any]:
         return _rows(cfg)
 
 
+def _snapshot(cfg: settings.Settings, reg: registry_mod.Registry,
+              applied: dict[MonitorName, Monitor], autopaused: dict[MonitorName, str]
+              ) -> snapshot.Snapshot:
+    """The layers as the rows show them: the working tree, or in git mode the last
+    applied commit (what runs; the working tree is what ``plan`` shows)."""
+    from reconciler.config import gitfollow
+
+    commit = (reg.git or {}).get("lastAppliedRevision")
+    at = gitfollow.applied_settings(cfg, commit)
+    if at is None or commit is None:
+        return snapshot.read(cfg, last_good=applied, autopaused=autopaused, with_git=False)
+    snap = snapshot.read(at, last_good=applied, autopaused=autopaused, with_git=False)
+    return snapshot.at_commit(snap, at.root, cfg.root, commit)
+
+
 def _rows(cfg: settings.Settings) -> dict[str, Any]:
     status = client.status(cfg.state_dir)
     reg = registry_mod.load(cfg.state_dir)
     applied = {n: e.monitor for n, e in reg.entries.items()}
     store = _store(cfg)
     autopaused = {MonitorName(n): "auto-paused" for n in store.names() if store.autopause(n)}
-    snap = snapshot.read(cfg, last_good=applied, autopaused=autopaused, with_git=False)
+    snap = _snapshot(cfg, reg, applied, autopaused)
     now = time.time()
     out: list[dict[str, Any]] = []
     desired, excluded, invalid = snap.desired.monitors, snap.desired.excluded, \
@@ -217,10 +232,15 @@ def view(cfg: settings.Settings, name: str, *, fires: int = 10) -> dict[str, Any
                                    "`monitors list`)")
     reg = registry_mod.load(cfg.state_dir)
     entry = reg.entries.get(MonitorName(name))
-    from reconciler.config import loader
+    from reconciler.config import gitfollow, loader
 
-    result = loader.load(cfg)
-    monitor = result.monitors.get(MonitorName(name)) or (entry.monitor if entry else None)
+    at = gitfollow.applied_settings(cfg, (reg.git or {}).get("lastAppliedRevision"))
+    if at is not None:  # git mode: the applied commit's version, origin as in the repository
+        snap = _snapshot(cfg, reg, {n: e.monitor for n, e in reg.entries.items()}, {})
+        found = snap.monitors.get(MonitorName(name))
+    else:
+        found = loader.load(cfg).monitors.get(MonitorName(name))
+    monitor = found or (entry.monitor if entry else None)
     store = _store(cfg)
     applied = (entry.to_json() | {"monitor": None,
                                   "revision": reg.monitor_revisions.get(MonitorName(name))}

@@ -307,6 +307,21 @@ def rooted(local: settings.Settings, root: Path, shared: Mapping[str, Any]
         fleet_file=root / str(fleet.get("file", settings.FLEET_FILE)), toml=toml)
 
 
+def applied_settings(cfg: settings.Settings, commit: str | None) -> settings.Settings | None:
+    """The settings rooted at the daemon's export of ``commit`` (``export``), for the
+    read models of git mode (``list``, ``view``: what runs, not the working tree); None
+    when ``cfg`` has no ``[git] ref``, ``commit`` is None or its export is gone."""
+    if commit is None or git_settings(cfg) is None:
+        return None
+    dest = cfg.state_dir / TREES_DIR / commit
+    if not (dest / ".complete").exists():
+        return None
+    try:
+        return rooted(cfg, dest, settings.read_toml(dest / settings.SETTINGS_FILE))
+    except errors.ConfigError:
+        return None
+
+
 def plan_target(cfg: settings.Settings, ref: str, into: Path) -> Target:
     """Export ``ref`` of the repository holding ``cfg.root`` into ``into`` for
     ``plan --ref`` (no fetch, no verification).

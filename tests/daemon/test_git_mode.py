@@ -38,6 +38,10 @@ def test_runs_commits_of_a_local_ref_and_never_the_working_tree(
     assert view["revision"] == first and view["lastApplied"]["revision"] == first
     assert f"revision:    {first}" in d.cli("view", "a").stdout
     assert (repo.root / "monitors.d/b.yml").exists()  # the working tree is untouched
+    rows = {r["name"]: r for r in json.loads(d.cli("list", "--json").stdout)["monitors"]}
+    assert "b" not in rows  # list shows what runs: the applied commit
+    assert rows["c"]["status"] == "running" and rows["c"]["origin"].endswith("monitors.d/c.yml")
+    assert ".history" not in rows["c"]["origin"]
     assert "monitors.d/b.yml" in git(repo.root, "status", "--porcelain", "--untracked=all")
 
 
