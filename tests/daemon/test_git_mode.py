@@ -311,3 +311,20 @@ def test_a_url_is_followed_through_a_private_mirror_without_a_checkout(
     assert (repo.state / "git-mirror.git" / "HEAD").is_file()
     assert not (repo.root / ".git").exists()
     assert not (repo.user / "a.yml").exists()  # nothing was checked out
+
+
+def test_the_mass_stop_guard_holds_a_commit_that_removes_everything(
+        repo: Repo, daemons: Callable[..., Daemon]) -> None:
+    init(repo)
+    commit(repo, "a b", {"monitors.d/a.yml": monitor("a"), "monitors.d/b.yml": monitor("b")})
+    d = daemons().start()
+    wait_for(lambda: {"a", "b"} <= set(d.running()), what="a, b running", log=d.log)
+    emptied = commit(repo, "remove all", {"monitors.d/a.yml": None, "monitors.d/b.yml": None})
+    wait_for(lambda: _git_status(repo).get("lastAttemptedRevision") == emptied,
+             what="the commit seen", log=d.log)
+    wait_for(lambda: (read_json(repo.state / "running.json") or {}).get("held"),
+             what="the stops held", log=d.log)
+    assert set(d.running()) == {"a", "b"}
+    restored = commit(repo, "restore b", {"monitors.d/b.yml": monitor("b")})
+    wait_for(lambda: _git_status(repo).get("lastAppliedRevision") == restored
+             and set(d.running()) == {"b"}, what="a stopped, b kept", log=d.log)
