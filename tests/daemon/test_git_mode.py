@@ -328,3 +328,45 @@ def test_the_mass_stop_guard_holds_a_commit_that_removes_everything(
     restored = commit(repo, "restore b", {"monitors.d/b.yml": monitor("b")})
     wait_for(lambda: _git_status(repo).get("lastAppliedRevision") == restored
              and set(d.running()) == {"b"}, what="a stopped, b kept", log=d.log)
+
+
+def test_verify_signed_with_a_gpg_keyring(
+        repo: Repo, tmp_path: Path, daemons: Callable[..., Daemon]) -> None:
+    import os
+    import shutil
+    import subprocess
+
+    import pytest
+
+    from tests.daemon.gitrepos import ENV
+
+    if shutil.which("gpg") is None or shutil.which("gpgconf") is None:
+        pytest.skip("gpg is not installed (gnupg)")
+    home = tmp_path / "gnupg"
+    home.mkdir(mode=0o700)
+    env = {**os.environ, **ENV, "GNUPGHOME": str(home)}
+    subprocess.run(["gpg", "--batch", "--pinentry-mode", "loopback", "--passphrase", "",
+                    "--quick-gen-key", "t <t@example.invalid>", "ed25519", "sign", "never"],
+                   env=env, check=True, capture_output=True, timeout=60)
+    try:
+        init(repo)
+        repo.write("monitors.toml", f'[git]\nref = "main"\nverify = "signed"\n'
+                                    f'gpgHome = "{home}"\n')
+        repo.write("monitors.d/a.yml", monitor("a"))
+        for args in (["add", "monitors.d/a.yml"], ["commit", "-q", "-S", "-m", "signed a"]):
+            subprocess.run(["git", "-c", "user.signingkey=t@example.invalid", *args],
+                           cwd=repo.root, env=env, check=True, capture_output=True,
+                           timeout=60)
+        signed = git(repo.root, "rev-parse", "HEAD")
+        d = daemons().start()  # GNUPGHOME is not in its environment: only gpgHome says it
+        wait_for(lambda: _git_status(repo).get("lastAppliedRevision") == signed,
+                 what="the gpg-signed commit applied", log=d.log)
+        unsigned = commit(repo, "unsigned b", {"monitors.d/b.yml": monitor("b")})
+        wait_for(lambda: _git_status(repo).get("lastAttemptedRevision") == unsigned,
+                 what="the unsigned head seen", log=d.log)
+        assert _git_status(repo)["lastAppliedRevision"] == signed
+        assert "not signed by an allowed key" in _git_status(repo)["error"]
+        assert set(d.running()) == {"a"}
+    finally:
+        subprocess.run(["gpgconf", "--kill", "all"], env=env, check=False,
+                       capture_output=True, timeout=30)
