@@ -8,9 +8,14 @@ so a failed fetch, a deleted ref, an unsigned head or an unreadable commit keeps
 runs (Flux keeps the last applied revision the same way); a force-pushed ref is just
 another commit.
 
-``Tracker.cached`` answers a reconcile that finds the same commit, the same
-auto-pauses and the same running set with the snapshot already made: no file is
-exported and no YAML parsed (the per-commit cache Argo CD keeps by revision).
+``Tracker.cached`` answers a reconcile that finds the same commit, local settings and
+auto-pauses (and the same last applied versions of the commit's invalid monitors) with
+the snapshot already made: no file is exported and no YAML parsed (the per-commit cache
+Argo CD keeps by revision).
+
+``Tracker.watcher`` watches the refs of the repository holding the root, so a commit
+to a local ref (or a fetch by someone else) reconciles at once; ``next_fetch`` is when
+the daemon's loop fetches next (``[git] fetch``, jittered).
 
 No asyncio here (``daemon.reconcile`` calls in a thread).
 """
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,9 +33,17 @@ from typing import Any
 from reconciler import errors, settings, snapshot
 from reconciler.config import gitfollow
 from reconciler.config.gitrepo import GitError
+from reconciler.daemon import watch
 from reconciler.model import Monitor, MonitorName
 
 log = logging.getLogger("monitors.daemon")
+
+
+def ref_change(path: str) -> bool:
+    """A change of the refs (``refs/**``, ``HEAD``, ``packed-refs``), not git's lock
+    files nor the objects."""
+    name = os.path.basename(path)
+    return not name.endswith(".lock") and ("/refs/" in path or name in ("HEAD", "packed-refs"))
 
 
 @dataclass(slots=True)
@@ -72,6 +86,28 @@ class Tracker:
         self.current: gitfollow.Target | None = None
         self._verified: dict[str, str | None] = {}
         self._snap: tuple[tuple[Any, ...], snapshot.Snapshot] | None = None
+
+    def watcher(self, trigger: watch.Trigger) -> watch.Watcher:
+        """Watch the refs (``refs/**``, ``HEAD``, ``packed-refs``) of the repository
+        holding the root; with ``[git] url`` (the daemon's own mirror, moved only by its
+        fetches) just the local monitors.toml."""
+        from reconciler.config import gitrepo
+
+        cfg = self.follower.cfg
+        gitdir = gitrepo.git_dir(cfg.root)
+        if gitdir is not None and not self.follower.git.url:
+            common = gitrepo.common_dir(gitdir)
+            return watch.Watcher(trigger, dirs=[common / "refs"], root=common,
+                                 accept=ref_change)
+        return watch.Watcher(trigger, dirs=[], root=cfg.root,
+                             names=(settings.SETTINGS_FILE,))
+
+    def next_fetch(self) -> float | None:
+        """Monotonic time of the next fetch (``jittered`` ``[git] fetch``), or None when
+        fetching cannot move the ref."""
+        if not self.remote:
+            return None
+        return time.monotonic() + gitfollow.jittered(self.follower.git.fetch)
 
     @property
     def remote(self) -> bool:

@@ -12,7 +12,9 @@ Life cycle (``Daemon.run``):
 4. reconcile once (everything owned here starts), then, unless ``--once``, serve
    the control API, watch the layers (debounced) and reconcile on every change
    and every ``resync`` seconds, and when the earliest pause ``until`` among the
-   loaded overlays passes (``PAUSE_MARGIN`` later; re-armed by every reconcile);
+   loaded overlays passes (``PAUSE_MARGIN`` later; re-armed by every reconcile).
+   In git mode (``[git] ref``, ``daemon.gitmode``) it watches the repository's refs
+   instead of the layers, and fetches a remote ref every ``[git] fetch`` (jittered);
 5. SIGHUP: re-read monitors.toml and the fleet file, then reconcile (``daemon.reload``;
    an invalid file keeps the settings in use and is logged);
    SIGTERM/SIGINT: stop the evaluators (in-flight state writes finish), drain the
@@ -258,15 +260,7 @@ class Daemon:
         the local monitors.toml."""
         assert self._trigger is not None
         if self.reconciler.git is not None:
-            from reconciler.config import gitrepo
-
-            gitdir = gitrepo.git_dir(self.cfg.root)
-            if gitdir is not None and not self.reconciler.git.follower.git.url:
-                common = gitrepo.common_dir(gitdir)
-                return watch.Watcher(self._trigger, dirs=[common / "refs"], root=common,
-                                     accept=_ref_change)
-            return watch.Watcher(self._trigger, dirs=[], root=self.cfg.root,
-                                 names=(settings.SETTINGS_FILE,))
+            return self.reconciler.git.watcher(self._trigger)
         return watch.Watcher(self._trigger, dirs=self._watched_dirs(), root=self.cfg.root,
                              names=(settings.SETTINGS_FILE, self.cfg.fleet_file.name))
 
@@ -334,12 +328,7 @@ class Daemon:
 
     def _next_fetch(self) -> float | None:
         """Monotonic time of the next fetch (git mode, a ref a fetch can move), jittered."""
-        from reconciler.config import gitfollow
-
-        git = self.reconciler.git
-        if git is None or not git.remote:
-            return None
-        return time.monotonic() + gitfollow.jittered(git.follower.git.fetch)
+        return None if self.reconciler.git is None else self.reconciler.git.next_fetch()
 
     def _lock_lost(self) -> bool:
         """True (once logged) when ``daemon.lock`` is gone or replaced; see step 6."""
@@ -424,13 +413,6 @@ class Daemon:
             log.error("cannot publish running.json at exit: %s", direrrors.state_error(
                 self.cfg.state_dir, e))
         log.info("stopped (%d monitors were running)", len(self.registry.entries))
-
-
-def _ref_change(path: str) -> bool:
-    """Git mode: a change of the refs (``refs/**``, ``HEAD``, ``packed-refs``), not
-    git's lock files nor the objects."""
-    name = os.path.basename(path)
-    return not name.endswith(".lock") and ("/refs/" in path or name in ("HEAD", "packed-refs"))
 
 
 def resync_seconds(cfg: settings.Settings) -> float:
