@@ -95,6 +95,7 @@ class Reconciler:
         """
         git = gitfollow.git_settings(self.cfg)
         old = self.git
+        self._shared_toml = None  # a SIGHUP reconfigured the parts from the local file
         if git is None:
             self.git = None
             return
