@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib
 import shlex
 import sys
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -214,6 +213,8 @@ def run(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return errors.ExitCode.OK
     except Exception:
+        import traceback  # here: only a bug needs it (~2 ms at start-up)
+
         click.echo("internal error (a bug in monitors; please report it):", err=True)
         traceback.print_exc()
         return errors.ExitCode.BUG

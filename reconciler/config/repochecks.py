@@ -16,7 +16,6 @@ from reconciler.config import problems as P
 from reconciler.config.problems import Problem
 from reconciler.model import Monitor, MonitorName
 from reconciler.settings import Settings
-from reconciler.sources import device as device_source
 
 
 def ignored_entries(settings: Settings) -> list[Problem]:
@@ -103,6 +102,10 @@ def unknown_devices(settings: Settings,
     placed it. Without a fleet file the fleet is this device alone: a pin to any other
     name is reported, and so is every ``device`` source (its address can only come from
     the fleet file); this device's own name is always known."""
+    if not monitors:
+        return []
+    from reconciler.sources import device as device_source  # here: loaded when used
+
     wanted = [m for m in monitors.values()
               if isinstance(m.source, device_source.DeviceSpec) or m.device or m.devices]
     if not wanted:
