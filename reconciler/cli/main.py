@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from reconciler import errors, settings
+from reconciler import __version__, errors, settings
 from reconciler.cli import params
 from reconciler.render import terminal
 
@@ -117,7 +117,7 @@ def _not_yet(name: str, help_text: str) -> click.Command:
 @click.option("--device", envvar="MONITORS_DEVICE",
               help="This device's name [env: MONITORS_DEVICE; default: monitors.toml, "
               "then the host name].")
-@click.version_option(package_name="monitors", prog_name="monitors")
+@click.version_option(version=__version__, prog_name="monitors")
 @click.pass_context
 def main(ctx: click.Context, root: Path | None, state_dir: Path | None, device: str | None) -> None:
     """monitors: keep running watchers equal to what the repository says.
