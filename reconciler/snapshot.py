@@ -196,7 +196,7 @@ def action_check(cfg: settings.Settings
 def _load(cfg: settings.Settings, check: ActionCheck | None = None) -> Any:
     from reconciler.config import loader
 
-    return loader.load(cfg, action_check=check)
+    return loader.load(cfg, action_check=check, cache=cfg.state_dir)  # lint's cache too
 
 
 def invalid_errors(result: Any) -> dict[MonitorName, str]:
