@@ -13,10 +13,13 @@ valid one. Each size also runs lint with ``--duplicates N`` identical files (eac
 names every other: the duplicate error lists at most a few names), printing its
 output size: linear, not quadratic.
 
-Runs are interleaved (lint, plan, lint, plan, ...) so that load on this shared
-machine hits both alike; figures are medians of wall and CPU (user + sys of the
-child, ``wait4``) seconds, and the ratio plan / lint of each. Bytecode is cached in
-a private ``PYTHONPYCACHEPREFIX``, warmed by one untimed run of each command.
+Both use the cache of per-file results in the state directory (``config.filecache``):
+"warm" runs find it filled by the run before, "cold" runs start without it (it is
+deleted before each run, so a cold run also writes it). Runs are interleaved (lint,
+plan, lint, plan, ...) so that load on this shared machine hits both alike; figures
+are medians of wall and CPU (user + sys of the child, ``wait4``) seconds, and the
+ratio plan / lint of each. Bytecode is cached in a private ``PYTHONPYCACHEPREFIX``,
+warmed by one untimed run of each command.
 
     .venv/bin/python bench/plan_scale.py [--sizes 1000 10000] [--repeat 5]
                                          [--invalid-every 50] [--duplicates 2000]
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -53,8 +57,12 @@ def make_invalid(paths: list[Path], every: int) -> int:
     return count
 
 
-def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, int]:
-    """(wall seconds, CPU seconds, exit code) of one run of ``argv``."""
+def timed(argv: list[str], env: dict[str, str], *, cold: Path | None = None
+          ) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds, exit code) of one run of ``argv``; with ``cold`` (a
+    state directory), its cache is deleted first."""
+    if cold is not None:
+        shutil.rmtree(cold / "cache", ignore_errors=True)
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env=env)
@@ -108,21 +116,23 @@ def main() -> int:
             state = tmp / f"state-{size}"
             lint = [monitors, "--root", str(repo), "--state-dir", str(state), "lint"]
             plan = [monitors, "--root", str(repo), "--state-dir", str(state), "plan"]
-            timed(lint, env)
-            timed(plan, env)
-            lint_runs, plan_runs = [], []
-            for _ in range(args.repeat):
-                lint_runs.append(timed(lint, env))
-                plan_runs.append(timed(plan, env))
             print(f"{size:>6} files ({bad} invalid)", flush=True)
-            print("  " + line("lint", lint_runs))
-            print("  " + line("plan", plan_runs))
-            wall = statistics.median(r[0] for r in plan_runs) / statistics.median(
-                r[0] for r in lint_runs)
-            cpu = statistics.median(r[1] for r in plan_runs) / statistics.median(
-                r[1] for r in lint_runs)
-            print(f"  ratio plan / lint: {wall:.2f} wall, {cpu:.2f} CPU (goal <= 1.3)",
-                  flush=True)
+            for mode in ("cold", "warm"):
+                cold = state if mode == "cold" else None
+                timed(lint, env, cold=cold)
+                timed(plan, env, cold=cold)
+                lint_runs, plan_runs = [], []
+                for _ in range(args.repeat):
+                    lint_runs.append(timed(lint, env, cold=cold))
+                    plan_runs.append(timed(plan, env, cold=cold))
+                print(f"  {mode} " + line("lint", lint_runs))
+                print(f"  {mode} " + line("plan", plan_runs))
+                wall = statistics.median(r[0] for r in plan_runs) / statistics.median(
+                    r[0] for r in lint_runs)
+                cpu = statistics.median(r[1] for r in plan_runs) / statistics.median(
+                    r[1] for r in lint_runs)
+                print(f"  {mode} ratio plan / lint: {wall:.2f} wall, {cpu:.2f} CPU "
+                      f"(goal <= 1.3)", flush=True)
         for count in args.duplicates:
             duplicates(tmp, count, env)
     return 0

@@ -46,11 +46,13 @@ def command(ctx: click.Context, as_json: bool, out: Path | None, detailed_exitco
     settings (restart it to use the new ones).
     """
     from reconciler.client import handover
+    from reconciler.config import lint
     from reconciler.render import plan as render
     from reconciler.render import style
 
     cfg = ctx.find_root().obj.settings()
-    plan = handover.current_plan(cfg, allow_mass_stop=allow_mass_stop)
+    with lint.no_cyclic_gc():  # as lint does: the load's objects all stay alive
+        plan = handover.current_plan(cfg, allow_mass_stop=allow_mass_stop)
     if out is not None:
         from reconciler import atomic
 

@@ -164,3 +164,4 @@ def _read(file: Path, run_key: bytes) -> dict[Key, tuple[bytes, Any]]:
 def _private(st: os.stat_result) -> bool:
     """Owned by this user and writable by no one else."""
     return st.st_uid == os.geteuid() and not st.st_mode & 0o022
+

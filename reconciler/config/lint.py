@@ -79,16 +79,17 @@ def run(settings: Settings, paths: Sequence[Path] | None = None, *,
     Returns:
         a ``LintReport``. Never raises on bad input (a missing path is a problem).
     """
-    with _no_cyclic_gc():
+    with no_cyclic_gc():
         return _run(settings, paths, now=now, action_check=action_check, cache=cache)
 
 
 @contextlib.contextmanager
-def _no_cyclic_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while linting. Loading allocates many
-    objects that stay alive (every monitor), so the collector's full passes, run ever
-    more often as the heap grows, find nothing and cost about 15% at 4,000 files
-    (``bench/lint_scale.py``); reference counting still frees everything else."""
+def no_cyclic_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while linting (or planning: ``cli/plan``).
+    Loading allocates many objects that stay alive (every monitor), so the collector's
+    full passes, run ever more often as the heap grows, find nothing and cost about 15%
+    at 4,000 files (``bench/lint_scale.py``); reference counting still frees everything
+    else. For a short-lived command only: a daemon keeps its collector."""
     enabled = gc.isenabled()
     gc.disable()
     try:
