@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from reconciler.config import filecache, files, monitorfile, resolve, trust, yamlload
+from reconciler.config import files, monitorfile, resolve, trust, yamlload
 from reconciler.config import problems as P
 from reconciler.config.files import FileKind
 from reconciler.config.monitorfile import ActionCheck, Entry
@@ -130,7 +130,11 @@ def load(settings: Settings, *, paths: Sequence[Path] | None = None,
     result.checked = [(path, kind) for _, path, kind in ranked]
     items = [(path, kind, files.display(path, cwd)) for _, path, kind in ranked]
     monitor_items = [item for item in items if item[1] != "overlay"]
-    store = None if cache is None else filecache.FileCache.open(cache, action_check)
+    store = None
+    if cache is not None and monitor_items:
+        from reconciler.config import filecache  # here: pickle only when there are files
+
+        store = filecache.FileCache.open(cache, action_check)
     outcomes = monitorfile.check_all(monitor_items, jobs, action_check, store)
     for (rel_text, _, _), (path, kind, file) in zip(ranked, items, strict=True):
         rel = rel_text.encode()

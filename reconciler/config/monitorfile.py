@@ -17,13 +17,16 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from reconciler.config import filecache, normalize, semantic, validate, yamlload
+from reconciler.config import normalize, semantic, validate, yamlload
 from reconciler.config import problems as P
 from reconciler.config.files import FileKind
 from reconciler.config.problems import Problem
 from reconciler.model import Monitor, Scope, Severity
+
+if TYPE_CHECKING:
+    from reconciler.config import filecache
 
 PARALLEL_MIN = 2000
 """From this many monitor files, ``load(jobs=None)`` checks them in worker processes."""
