@@ -59,10 +59,11 @@ def path(state_dir: Path) -> Path:
     return state_dir / DIR / FILE_NAME
 
 
-def code_stamp() -> bytes:
-    """sha256 over (relative path, size, mtime ns) of the package's ``.py`` and ``.json``
-    files: changes with any installed version or edited checkout."""
-    root = Path(reconciler.__file__).parent
+def code_stamp(root: Path | None = None) -> bytes:
+    """sha256 over (relative path, size, mtime ns) of the ``.py`` and ``.json`` files
+    under ``root`` (default: this package): changes with any installed version or
+    edited checkout."""
+    root = Path(reconciler.__file__).parent if root is None else root
     h = hashlib.sha256()
     for directory, dirs, names in os.walk(root):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")

@@ -111,16 +111,23 @@ def test_another_version_of_the_code_starts_afresh(repo: Repo, checked: list[str
     assert len(checked) == 9
 
 
-def test_the_code_stamp_follows_the_package_files() -> None:
-    first = filecache.code_stamp()
-    assert first == filecache.code_stamp()
-    schema = Path(filecache.__file__).parent.parent / "schemas" / "monitor.schema.json"
+def test_the_code_stamp_follows_the_package_files(tmp_path: Path) -> None:
+    (tmp_path / "schemas").mkdir()
+    schema = tmp_path / "schemas" / "monitor.schema.json"
+    schema.write_text("{}")
+    (tmp_path / "rules.py").write_text("X = 1\n")
+    (tmp_path / "notes.txt").write_text("not code")
+    first = filecache.code_stamp(tmp_path)
+    assert first == filecache.code_stamp(tmp_path) != filecache.code_stamp()
+    (tmp_path / "notes.txt").write_text("still not code")
+    assert filecache.code_stamp(tmp_path) == first
     st = os.stat(schema)
-    try:
-        os.utime(schema, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
-        assert filecache.code_stamp() != first
-    finally:
-        os.utime(schema, ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.utime(schema, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    second = filecache.code_stamp(tmp_path)
+    assert second != first
+    (tmp_path / "rules.py").write_text("X = 2\n")  # same size, maybe the same mtime
+    os.utime(tmp_path / "rules.py", ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000))
+    assert filecache.code_stamp(tmp_path) != second
 
 
 @pytest.mark.parametrize("damage", ["delete", "corrupt", "truncate", "world-writable"])
