@@ -45,7 +45,9 @@ check: $(STAMP)
 	$(BIN)/mypy
 
 bench: $(STAMP)
+	$(BIN)/python bench/startup.py
 	$(BIN)/python bench/lint_scale.py
+	$(BIN)/python bench/plan_scale.py
 	$(BIN)/python bench/engine_scale.py
 	$(BIN)/python bench/reconcile_latency.py
 

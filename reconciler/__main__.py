@@ -1,6 +1,6 @@
 """``python -m reconciler`` runs the ``monitors`` command line."""
 
-from reconciler.cli import main
+from reconciler.cli import start
 
 if __name__ == "__main__":
-    main.entry()
+    start.entry()

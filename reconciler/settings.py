@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -248,7 +247,9 @@ def load(
         problem = device_problem(configured_device) if configured_device else None
         if problem:
             raise errors.ConfigError(f"{root / SETTINGS_FILE}: device: {problem}")
-        device = configured_device or socket.gethostname().split(".")[0] or "localhost"
+        # the host name: uname's nodename is what gethostname(2) returns on Linux, without
+        # importing socket (~2 ms of every command's start-up)
+        device = configured_device or os.uname().nodename.split(".")[0] or "localhost"
     fleet = toml.get("fleet", {}) if isinstance(toml.get("fleet"), dict) else {}
     fleet_file = root / str(fleet.get("file", FLEET_FILE))
     return Settings(

@@ -97,23 +97,29 @@ def action_check(cfg: settings.Settings
 def _load(cfg: settings.Settings, check: ActionCheck | None = None) -> Any:
     from reconciler.config import loader
 
-    return loader.load(cfg, action_check=check)
+    return loader.load(cfg, action_check=check, cache=cfg.state_dir)  # lint's cache too
 
 
 def invalid_errors(result: Any) -> dict[MonitorName, str]:
-    """name -> the first error line of each invalid monitor file of a ``LoadResult``."""
-    out: dict[MonitorName, str] = {}
-    for name, file in dict(getattr(result, "invalid", {}) or {}).items():
-        wanted = os.path.abspath(file)  # not resolve(): a symlink loop raises there
-        message = f"{file}: invalid"
-        for problem in sorted(result.problems):
-            if str(getattr(problem, "severity", "")) != "error":
-                continue
-            if os.path.abspath(problem.file) == wanted:
-                message = problem.format()
-                break
-        out[MonitorName(name)] = message
-    return out
+    """name -> the first error line of each invalid monitor file of a ``LoadResult``
+    (``<file>: invalid`` when it has none). One pass over the problems, whatever the
+    number of invalid files."""
+    invalid = dict(getattr(result, "invalid", {}) or {})
+    if not invalid:
+        return {}
+    first: dict[str, str] = {}  # absolute path -> its first error, formatted
+    absolute: dict[str, str] = {}
+    for problem in sorted(result.problems):  # already sorted: one linear pass
+        if str(getattr(problem, "severity", "")) != "error":
+            continue
+        where = absolute.get(problem.file)
+        if where is None:
+            where = absolute[problem.file] = os.path.abspath(problem.file)
+        if where not in first:
+            first[where] = problem.format()
+    # abspath, not resolve(): a symlink loop raises there
+    return {MonitorName(name): first.get(os.path.abspath(file), f"{file}: invalid")
+            for name, file in invalid.items()}
 
 
 def expired_pauses(result: Any, desired: Mapping[MonitorName, Monitor], root: Path

@@ -90,6 +90,9 @@ FORBIDDEN: dict[str, set[str]] = {
     # how `monitors add` asks for a type: sources, conditions and actions declare one
     "addflags": {"config", "state", "planning", "sources", "conditions", "actions", "daemon",
                  "render", "cli"},
+    # the registries' lazy type tables (sources, actions)
+    "typetable": {"config", "state", "planning", "sources", "conditions", "actions", "daemon",
+                  "render", "cli"},
     # the shared redactor: sources, actions, daemon and cli all use it
     "redaction": {"config", "state", "planning", "sources", "conditions", "actions",
                   "daemon", "render", "cli"},
@@ -133,7 +136,8 @@ DECLARATIVE_USERS = {"config", "state", "planning"}
 # modules model may name for annotations only (inside ``if TYPE_CHECKING:``)
 MODEL_TYPES = {"reconciler.conditions.spec", "reconciler.conditions.spec.Condition"}
 
-LEAVES = {"model", "errors", "durations", "redaction", "processes", "findings", "addflags"}
+LEAVES = {"model", "errors", "durations", "redaction", "processes", "findings", "addflags",
+          "typetable"}
 """What a type module may import at module level besides its own package and stdlib."""
 
 # The declarative half of the sources package: the registry, the shared field helpers
@@ -154,7 +158,8 @@ SOURCES_DECLARATIVE = {"reconciler.sources", "reconciler.sources.registry",
 ACTION_TYPES = ("registry", "common", "options", "agents", "run", "routine", "notify",
                 "webhook_out")
 ACTION_LEAVES = {"reconciler", "reconciler.model", "reconciler.errors", "reconciler.durations",
-                 "reconciler.redaction", "reconciler.events", "reconciler.addflags"}
+                 "reconciler.redaction", "reconciler.events", "reconciler.addflags",
+                 "reconciler.typetable"}
 ACTIONS_DECLARATIVE = {f"reconciler.actions.{n}" for n in ACTION_TYPES}
 
 DECLARATIVE = CONDITIONS_DECLARATIVE | SOURCES_DECLARATIVE | ACTIONS_DECLARATIVE
@@ -343,7 +348,8 @@ def _runtime_imports(path: Path) -> set[str]:
 
 
 SOURCE_LEAVES = ("reconciler.model", "reconciler.errors", "reconciler.durations",
-          "reconciler.redaction", "reconciler.addflags", "reconciler.findings")
+          "reconciler.redaction", "reconciler.addflags", "reconciler.findings",
+          "reconciler.typetable")
 RUNTIME = ("httpx", "asyncio", "jinja2", "apprise", "jsonschema", "reconciler.processes",
            "reconciler.sources.context", "reconciler.sources.process")
 

@@ -8,22 +8,25 @@ through ``TYPES``, so adding an action type is its module, one line here, its
 schema branch, its tests and its README row.
 
 Imports only the type modules' declarative halves (leaves, no asyncio, httpx or
-Jinja2): ``monitors lint`` imports this.
+Jinja2): ``monitors lint`` imports this. ``TYPES`` imports a type's module the first
+time it is read (``typetable``), so a command pays only for the types it meets.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from reconciler.actions import notify, routine, run, webhook_out
 from reconciler.actions.common import Recovery
-from reconciler.actions.options import ActionsConfig
 from reconciler.addflags import AddFlag
+from reconciler.typetable import TypeTable
 
 if TYPE_CHECKING:
     from reconciler import model
+    from reconciler.actions import notify, routine, run, webhook_out
     from reconciler.actions.dispatch import Dispatcher
+    from reconciler.actions.options import ActionsConfig
     from reconciler.events import Event
     from reconciler.model import Monitor
 
@@ -72,16 +75,16 @@ class ActionKind(Protocol):
         ...
 
 
-ActionSpec = run.RunSpec | routine.RoutineSpec | notify.NotifySpec | webhook_out.WebhookOutSpec
-"""Every typed action spec (``Monitor.action`` is one of these)."""
+if TYPE_CHECKING:
+    ActionSpec = (run.RunSpec | routine.RoutineSpec | notify.NotifySpec
+                  | webhook_out.WebhookOutSpec)
+    """Every typed action spec (``Monitor.action`` is one of these); for annotations."""
 
-TYPES: dict[str, ActionKind] = {
-    run.TYPE: run,
-    routine.TYPE: routine,
-    notify.TYPE: notify,
-    webhook_out.TYPE: webhook_out,
-}
-"""YAML ``action.type`` -> its module, in the documentation's order."""
+TYPES: TypeTable[ActionKind] = TypeTable("reconciler.actions", {
+    "run": "run", "routine": "routine", "notify": "notify", "webhook-out": "webhook_out",
+})
+"""YAML ``action.type`` -> its module (imported when first read), in the
+documentation's order. Each module's ``TYPE`` is its key (tests/actions/test_registry.py)."""
 
 KEY_ORDER: tuple[str, ...] = (
     "type", "agent", "routine", "channel", "url", "command", "prompt", "message", "cwd", "env",
@@ -90,14 +93,18 @@ KEY_ORDER: tuple[str, ...] = (
 """The order the writer gives an action's keys (each type's ``FIELDS`` in this order)."""
 
 
-TEMPLATE_FIELDS: tuple[str, ...] = tuple(dict.fromkeys(
-    f for k in TYPES.values() for f in k.TEMPLATES))
-"""Every action field that holds a Jinja2 template (lint checks them)."""
+@functools.cache
+def template_fields() -> tuple[str, ...]:
+    """Every action field that holds a Jinja2 template, of any type (lint checks them;
+    imports every type module)."""
+    return tuple(dict.fromkeys(f for k in TYPES.values() for f in k.TEMPLATES))
 
 
-DURATION_FIELDS: tuple[str, ...] = tuple(
-    k for k in KEY_ORDER if any(k in t.DURATIONS for t in TYPES.values()))
-"""Every action field that holds a duration (lint parses them; seconds once normalized)."""
+@functools.cache
+def duration_fields() -> tuple[str, ...]:
+    """Every action field that holds a duration, of any type (lint parses them; seconds
+    once normalized; imports every type module)."""
+    return tuple(k for k in KEY_ORDER if any(k in t.DURATIONS for t in TYPES.values()))
 
 
 def kind(action: Mapping[str, Any] | model.ActionSpec) -> ActionKind:

@@ -7,12 +7,11 @@ content (exit 1, the files named).
 
 from __future__ import annotations
 
-from importlib import metadata
 from pathlib import Path
 
 import click
 
-from reconciler import errors
+from reconciler import __version__, errors
 
 WHAT = {
     "monitors.d/example.yml": "an example monitor, with the schema modeline",
@@ -34,11 +33,7 @@ def command(directory: Path) -> int:
     Actions workflow. Never overwrites a file; running it again changes nothing."""
     from reconciler.config import scaffold
 
-    try:
-        version = metadata.version("monitors")
-    except metadata.PackageNotFoundError:  # run from a source tree without installing
-        version = "0.1.0"
-    done = scaffold.write(directory, version=version)
+    done = scaffold.write(directory, version=__version__)
     if not done.created and not done.appended:
         click.echo(f"{directory}: already a monitors repository as `monitors init` makes "
                    "it; nothing changed.")

@@ -20,15 +20,16 @@ if TYPE_CHECKING:
     from reconciler.settings import Settings
 
 
-def _settings(ctx: click.Context, paths: tuple[Path, ...]) -> Settings:
-    """The repository's settings; outside a repository, files given on the command
-    line are linted on their own (the working directory stands in for the root)."""
+def _settings(ctx: click.Context, paths: tuple[Path, ...]) -> tuple[Settings, bool]:
+    """The repository's settings and True; outside a repository, files given on the
+    command line are linted on their own (the working directory stands in for the
+    root), and False."""
     from reconciler import settings
 
     obj = ctx.find_root().obj
     try:
         found: Settings = obj.settings()
-        return found
+        return found, True
     except errors.ConfigError:
         if not paths or obj.root is not None or settings.find_root(Path.cwd()) is not None:
             raise
@@ -37,7 +38,7 @@ def _settings(ctx: click.Context, paths: tuple[Path, ...]) -> Settings:
                              system_dir=cwd / settings.SYSTEM_DIR,
                              overlays_dir=cwd / settings.USER_DIR / settings.OVERLAYS_DIR,
                              state_dir=cwd / settings.STATE_DIR,
-                             fleet_file=cwd / settings.FLEET_FILE, device="")
+                             fleet_file=cwd / settings.FLEET_FILE, device=""), False
 
 
 def action_check(settings: Settings) -> tuple[Any, list[Problem]]:
@@ -57,9 +58,12 @@ def action_check(settings: Settings) -> tuple[Any, list[Problem]]:
               show_default=True, help="Output: text lines, a JSON list, or GitHub annotations.")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.option("--strict", is_flag=True, help="Fail (exit 1) on warnings too.")
+@click.option("--no-cache", is_flag=True,
+              help="Check every file again: neither read nor write the cache of per-file "
+              "results (<state>/cache/).")
 @click.pass_context
 def command(ctx: click.Context, paths: tuple[Path, ...], fmt: str, as_json: bool,
-            strict: bool) -> int:
+            strict: bool, no_cache: bool) -> int:
     """Validate monitor and overlay files.
 
     With no PATH, lints the configured layers (system/, monitors.d/ and
@@ -67,18 +71,20 @@ def command(ctx: click.Context, paths: tuple[Path, ...], fmt: str, as_json: bool
     the layers as context for cross-file checks. monitors.toml (its schema, its
     channel URLs, parsed by Apprise without sending) and the fleet file are
     checked every time. Exit 0 when clean (warnings allowed), 1 on errors (or on
-    warnings with --strict).
+    warnings with --strict). In a repository, the results of unchanged files come
+    from a cache in the state directory (safe to delete; --no-cache skips it).
     """
     from reconciler.config import lint
     from reconciler.render import problems as render
 
-    settings = _settings(ctx, paths)
+    settings, in_repository = _settings(ctx, paths)
     check, problems = action_check(settings)
     if settings.toml.get("channels"):  # also beside other monitors.toml problems
         from reconciler.actions import channels
 
         problems += channels.url_problems(settings)
-    report = lint.run(settings, list(paths) or None, action_check=check)
+    cache = settings.state_dir if in_repository and not no_cache else None
+    report = lint.run(settings, list(paths) or None, action_check=check, cache=cache)
     report.problems = sorted(report.problems + problems)
     fmt = "json" if as_json else fmt
     click.echo(render.render(report.problems, fmt=fmt, monitors=report.monitors), nl=False)

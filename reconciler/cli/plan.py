@@ -57,12 +57,14 @@ def command(ctx: click.Context, as_json: bool, out: Path | None, detailed_exitco
     here; --ref plans a commit, --against an exported device.
     """
     from reconciler.client import handover
+    from reconciler.config import lint
     from reconciler.render import plan as render
     from reconciler.render import style
 
     cfg = ctx.find_root().obj.settings()
-    plan = handover.current_plan(cfg, allow_mass_stop=allow_mass_stop, ref=ref,
-                                 against=against)
+    with lint.no_cyclic_gc():  # as lint does: the load's objects all stay alive
+        plan = handover.current_plan(cfg, allow_mass_stop=allow_mass_stop, ref=ref,
+                                     against=against)
     if out is not None:
         from reconciler import atomic
 

@@ -29,14 +29,26 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reconciler.conditions import registry
-from reconciler.conditions.decision import Decision, Reason
 from reconciler.conditions.spec import Condition
 from reconciler.model import Monitor, Observation
 
+if TYPE_CHECKING:
+    from reconciler.conditions.decision import Decision, Reason
+
 __all__ = ["Condition", "Decision", "Reason", "decide"]
+
+
+def __getattr__(name: str) -> Any:
+    """``Decision`` and ``Reason`` load with the first use (lint, which imports this
+    package for ``spec``, never decides)."""
+    if name in ("Decision", "Reason"):
+        from reconciler.conditions import decision
+
+        return getattr(decision, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def decide(

@@ -4,21 +4,25 @@ Every caller that depends on the mode goes through ``MODES``/``mode_of``: decide
 describe (list/view/plan/test), lint's checks and ``monitors add``'s flags. Adding a
 mode is its module here, its ``model.ConditionMode`` value, its schema enum entry, its
 tests and its README row.
-Imports only the mode modules (pure, no runtime dependencies).
+Imports only the mode modules (pure, no runtime dependencies), each the first time
+its entry of ``MODES`` is read (``typetable``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from reconciler import errors
 from reconciler.addflags import AddFlag
-from reconciler.conditions import every, match, on_change, spec
-from reconciler.conditions.decision import Decision
+from reconciler.conditions import spec
 from reconciler.conditions.spec import Condition
 from reconciler.findings import Finding
 from reconciler.model import ConditionMode, Monitor, Observation
+from reconciler.typetable import TypeTable
+
+if TYPE_CHECKING:
+    from reconciler.conditions.decision import Decision
 
 
 class Mode(Protocol):
@@ -42,8 +46,11 @@ class Mode(Protocol):
                previous: Mapping[str, Any] | None) -> Decision: ...
 
 
-MODES: dict[str, Mode] = {m.MODE.value: m for m in (on_change, match, every)}
-"""YAML ``mode`` string -> its module, in README order."""
+MODES: TypeTable[Mode] = TypeTable("reconciler.conditions", {
+    "on-change": "on_change", "match": "match", "every": "every",
+})
+"""YAML ``mode`` string -> its module (imported when first read), in README order; each
+module's ``MODE`` is its key (tests/conditions/test_modes.py)."""
 
 
 def mode_of(condition: Condition) -> Mode:

@@ -65,7 +65,8 @@ class LintReport:
 
 def run(settings: Settings, paths: Sequence[Path] | None = None, *,
         now: datetime | None = None,
-        action_check: monitorfile.ActionCheck | None = None) -> LintReport:
+        action_check: monitorfile.ActionCheck | None = None,
+        cache: Path | None = None) -> LintReport:
     """Lint the layers (``paths`` None) or the given files/directories in their context.
 
     Args:
@@ -73,20 +74,22 @@ def run(settings: Settings, paths: Sequence[Path] | None = None, *,
         paths: files or directories to lint; problems of other files are dropped.
         now: for expired pauses (default: now).
         action_check: extra checks of each action (see ``loader.load``).
+        cache: the state directory whose per-file result cache to use (``loader.load``).
 
     Returns:
         a ``LintReport``. Never raises on bad input (a missing path is a problem).
     """
-    with _no_cyclic_gc():
-        return _run(settings, paths, now=now, action_check=action_check)
+    with no_cyclic_gc():
+        return _run(settings, paths, now=now, action_check=action_check, cache=cache)
 
 
 @contextlib.contextmanager
-def _no_cyclic_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while linting. Loading allocates many
-    objects that stay alive (every monitor), so the collector's full passes, run ever
-    more often as the heap grows, find nothing and cost about 15% at 4,000 files
-    (``bench/lint_scale.py``); reference counting still frees everything else."""
+def no_cyclic_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while linting (or planning: ``cli/plan``).
+    Loading allocates many objects that stay alive (every monitor), so the collector's
+    full passes, run ever more often as the heap grows, find nothing and cost about 15%
+    at 4,000 files (``bench/lint_scale.py``); reference counting still frees everything
+    else. For a short-lived command only: a daemon keeps its collector."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -129,12 +132,14 @@ def layer_problems(settings: Settings) -> list[Problem]:
 
 
 def _run(settings: Settings, paths: Sequence[Path] | None, *, now: datetime | None,
-         action_check: monitorfile.ActionCheck | None) -> LintReport:
+         action_check: monitorfile.ActionCheck | None, cache: Path | None) -> LintReport:
     fleet = settings_check.fleet_problems(settings.fleet_file)
     if not paths:
-        result = loader.load(settings, now=now, jobs=None, action_check=action_check)
+        result = loader.load(settings, now=now, jobs=None, action_check=action_check,
+                             cache=cache)
         extra = [*repochecks.ignored_entries(settings), *repochecks.system_modified(settings),
-                 *repochecks.unknown_devices(settings, result.monitors),
+                 *repochecks.unknown_devices(settings, result.monitors,
+                                             positions=result.positions),
                  *layer_problems(settings), *fleet]
         return LintReport(sorted([*result.problems, *extra]), result.files)
     # monitors.toml and the fleet file are checked whatever the paths (the caller adds
@@ -149,7 +154,7 @@ def _run(settings: Settings, paths: Sequence[Path] | None, *, now: datetime | No
     layer_files = [p for p in (settings.system_dir, settings.user_dir, settings.overlays_dir)
                    if p.is_dir()]
     result = loader.load(settings, paths=[*layer_files, *present], now=now, jobs=None,
-                         action_check=action_check)
+                         action_check=action_check, cache=cache)
     shown = {files.display(f) for f in wanted}
     problems = [p for p in result.problems if p.file in shown]
     problems += [P.error(str(p), 1, 1, "", "no such file or directory", "unreadable")

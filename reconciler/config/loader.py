@@ -22,7 +22,7 @@ overlays, duplicate fingerprints); this module orders them and builds the digest
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -56,6 +56,8 @@ class LoadResult:
             of the bytes of every file read (``plan --out`` uses it to notice that
             the world moved).
         checked: every file read, with its kind.
+        positions: per valid monitor file, ``monitorfile.Entry.positions`` (where its
+            placement nodes are).
     """
 
     monitors: dict[MonitorName, Monitor] = field(default_factory=dict)
@@ -66,6 +68,7 @@ class LoadResult:
     files: int = 0
     digest: str = ""
     checked: list[tuple[Path, FileKind]] = field(default_factory=list)
+    positions: dict[Path, Mapping[str, tuple[int, int]]] = field(default_factory=dict)
 
     @property
     def errors(self) -> int:
@@ -80,7 +83,7 @@ class LoadResult:
 
 def load(settings: Settings, *, paths: Sequence[Path] | None = None,
          now: datetime | None = None, jobs: int | None = 1,
-         action_check: ActionCheck | None = None) -> LoadResult:
+         action_check: ActionCheck | None = None, cache: Path | None = None) -> LoadResult:
     """Load, validate and resolve the layers.
 
     Args:
@@ -95,6 +98,9 @@ def load(settings: Settings, *, paths: Sequence[Path] | None = None,
         action_check: run on each monitor that passed every other check; its
             pairs become errors (rules ``bad-template``, ``unknown-reference``,
             ``bad-command``, ``schema``). Must be picklable when ``jobs`` != 1.
+        cache: a state directory whose cache of per-file results to use and update
+            (``filecache``: an unchanged file is not checked again; the results are
+            the same); None (default) checks every file.
 
     Returns:
         a ``LoadResult``; problems sorted. Never raises on bad input.
@@ -124,7 +130,12 @@ def load(settings: Settings, *, paths: Sequence[Path] | None = None,
     result.checked = [(path, kind) for _, path, kind in ranked]
     items = [(path, kind, files.display(path, cwd)) for _, path, kind in ranked]
     monitor_items = [item for item in items if item[1] != "overlay"]
-    outcomes = monitorfile.check_all(monitor_items, jobs, action_check)
+    store = None
+    if cache is not None and monitor_items:
+        from reconciler.config import filecache  # here: pickle only when there are files
+
+        store = filecache.FileCache.open(cache, action_check)
+    outcomes = monitorfile.check_all(monitor_items, jobs, action_check, store)
     for (rel_text, _, _), (path, kind, file) in zip(ranked, items, strict=True):
         rel = rel_text.encode()
         digest.update(b"%d:%s\0" % (len(rel), rel))
@@ -167,6 +178,7 @@ def load(settings: Settings, *, paths: Sequence[Path] | None = None,
             bad[scope][name] = path
         else:
             layers[scope][name] = entry
+            result.positions[path] = entry.positions
     result.digest = "sha256:" + digest.hexdigest()
 
     entries = resolve.shadow(result, layers, origins, bad, found, cwd)

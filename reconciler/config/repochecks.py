@@ -16,7 +16,6 @@ from reconciler.config import problems as P
 from reconciler.config.problems import Problem
 from reconciler.model import Monitor, MonitorName
 from reconciler.settings import Settings
-from reconciler.sources import device as device_source
 
 
 def ignored_entries(settings: Settings) -> list[Problem]:
@@ -95,14 +94,25 @@ def system_modified(settings: Settings) -> list[Problem]:
     return found
 
 
-def unknown_devices(settings: Settings,
-                    monitors: Mapping[MonitorName, Monitor]) -> list[Problem]:
+def unknown_devices(settings: Settings, monitors: Mapping[MonitorName, Monitor], *,
+                    positions: Mapping[Path, Mapping[str, tuple[int, int]]] | None = None,
+                    ) -> list[Problem]:
     """Warnings (rule ``unknown-device``) for device sources and owner pins naming a
     device that ``fleet.yaml`` does not list, at the offending node: the file's
     ``source.device``, ``device`` or ``devices[i]``, or the pin of the overlay that
     placed it. Without a fleet file the fleet is this device alone: a pin to any other
     name is reported, and so is every ``device`` source (its address can only come from
-    the fleet file); this device's own name is always known."""
+    the fleet file); this device's own name is always known. ``positions`` (the
+    loader's ``LoadResult.positions``) spares reading a monitor file again for them."""
+    if not monitors:
+        return []
+    known_at = positions or {}
+
+    def at(path: Path, node: tuple[str | int, ...], message: str) -> Problem:
+        return _at(path, node, message, known_at.get(path))
+
+    from reconciler.sources import device as device_source  # here: loaded when used
+
     wanted = [m for m in monitors.values()
               if isinstance(m.source, device_source.DeviceSpec) or m.device or m.devices]
     if not wanted:
@@ -121,7 +131,7 @@ def unknown_devices(settings: Settings,
             where = "the fleet file lists no such device" if fleet.exists else (
                 f"there is no fleet file ({files.display(settings.fleet_file)}) to give its "
                 "address")
-            out.append(_at(m.origin, ("source", "device"),
+            out.append(at(m.origin, ("source", "device"),
                            f"device {m.source.device!r}: {where}"))
         if not fleet.exists:
             # no fleet file: the fleet is this device alone, so a pin elsewhere runs nowhere
@@ -130,7 +140,7 @@ def unknown_devices(settings: Settings,
                     pinned = m.overlay if m.overlay is not None and _pins(m.overlay) else None
                     node: tuple[str | int, ...] = ("device",) if d == m.device else (
                         "devices", m.devices.index(d))
-                    out.append(_at(pinned or m.origin,
+                    out.append(at(pinned or m.origin,
                                    (("pin",) if pinned else ()) + node,
                                    f"device {d!r}: there is no fleet file "
                                    f"({files.display(settings.fleet_file)}), so only this "
@@ -141,14 +151,14 @@ def unknown_devices(settings: Settings,
         base: tuple[str, ...] = ("pin",) if pinned_by else ()
         origin = pinned_by or m.origin
         if m.device and m.device not in known:
-            out.append(_at(origin, (*base, "device"),
+            out.append(at(origin, (*base, "device"),
                            f"device {m.device!r} is not in the fleet file: nothing will "
                            f"evaluate this monitor"))
         missing = [(i, d) for i, d in enumerate(m.devices) if d not in known]
         for i, d in missing:
             rest = "no listed device is in it: nothing will evaluate this monitor" if len(
                 missing) == len(m.devices) else "that device never evaluates this monitor"
-            out.append(_at(origin, (*base, "devices", i),
+            out.append(at(origin, (*base, "devices", i),
                            f"device {d!r} is not in the fleet file; {rest}"))
     return out
 
@@ -158,9 +168,13 @@ def _pins(overlay: Path) -> bool:
     return doc is not None and isinstance(doc.data, dict) and "pin" in doc.data
 
 
-def _at(path: Path, node: tuple[str | int, ...], message: str) -> Problem:
-    """A warning at ``node`` of ``path`` (1:1 when the file no longer parses)."""
+def _at(path: Path, node: tuple[str | int, ...], message: str,
+        known: Mapping[str, tuple[int, int]] | None = None) -> Problem:
+    """A warning at ``node`` of ``path``: at its position in ``known`` (the loader's),
+    else read from the file (1:1 when the file no longer parses)."""
     file = files.display(path)
-    doc, _ = yamlload.load(path, file=file)
-    line, col = doc.position(node) if doc is not None else (1, 1)
-    return P.warning(file, line, col, P.dotted(node), message, "unknown-device")
+    found = None if known is None else known.get(P.dotted(node))
+    if found is None:
+        doc, _ = yamlload.load(path, file=file)
+        found = doc.position(node) if doc is not None else (1, 1)
+    return P.warning(file, found[0], found[1], P.dotted(node), message, "unknown-device")

@@ -182,24 +182,30 @@ def _apply_overlay(result: Desired, path: Path, file: str, doc: yamlload.Documen
     result.monitors[name] = dataclasses.replace(monitor, **changes)  # type: ignore[arg-type]
 
 
+NAMED_DUPLICATES = 3
+"""How many other files a ``duplicate-fingerprint`` error names; the rest are counted
+("and 1,997 more"), so N identical files print N bounded lines, not N squared names."""
+
+
 def duplicates(entries: Iterable[Entry], cwd: Path) -> list[Problem]:
     """Two resolved monitors with one fingerprint are one trigger fired twice: an error on
-    each monitor that does not declare ``allowDuplicate``, naming the other file(s)."""
+    each monitor that does not declare ``allowDuplicate``, naming the other file(s) (at
+    most ``NAMED_DUPLICATES``, then how many more). Linear in the number of entries."""
     groups: dict[str, list[Entry]] = {}
     for entry in entries:
         groups.setdefault(entry.monitor.fingerprint, []).append(entry)
     out = []
     for group in groups.values():
-        if len(group) < 2:
+        eligible = [e for e in group if not e.monitor.allow_duplicate]
+        if len(group) < 2 or len(eligible) < 2:
             continue
-        for entry in group:
+        shown = [f"{e.monitor.name} ({display(e.monitor.origin, cwd)})"
+                 for e in eligible[:NAMED_DUPLICATES + 1]]
+        for i, entry in enumerate(eligible):
             m = entry.monitor
-            if m.allow_duplicate:
-                continue
-            others = [o.monitor for o in group if o is not entry and not o.monitor.allow_duplicate]
-            if not others:
-                continue
-            names = ", ".join(f"{o.name} ({display(o.origin, cwd)})" for o in others)
+            named = [text for j, text in enumerate(shown) if j != i][:NAMED_DUPLICATES]
+            more = len(eligible) - 1 - len(named)
+            names = ", ".join(named) + (f" and {more:,} more" if more else "")
             out.append(P.error(display(m.origin, cwd), entry.source_pos[0], entry.source_pos[1],
                                "source",
                                f"same source, condition and action (fingerprint "

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from typing import Any
 
 from reconciler import durations, templates
@@ -31,13 +32,13 @@ from reconciler.sources import registry as source_types
 NAME = re.compile(r"[a-z][a-z0-9-]{0,62}")
 
 
-# Duration fields per mapping; intervals are range-checked (500ms..7d).
-_DURATIONS = {
-    "source": ("interval", "timeout", "backoff"),
-    "action": actions_registry.DURATION_FIELDS,
-    "rateLimit": ("per",),
+# Duration fields per mapping; intervals are range-checked (500ms..7d). The action's
+# come from its registry when a document has an action (importing the type modules).
+_DURATIONS: dict[str, Callable[[], tuple[str, ...]]] = {
+    "source": lambda: ("interval", "timeout", "backoff"),
+    "action": actions_registry.duration_fields,
+    "rateLimit": lambda: ("per",),
 }
-_TEMPLATES = actions_registry.TEMPLATE_FIELDS
 # Templates that need no Jinja2 parser: plain text, {{ dotted.name }}, and flat
 # {% if dotted.name %}...{% else %}...{% endif %} blocks (no nesting, no filters, no
 # whitespace control). Anything else, and any name outside the event context, goes
@@ -61,7 +62,7 @@ def check(doc: Document, *, stem: str) -> list[Problem]:
         mapping = data.get(section)
         if not isinstance(mapping, dict):
             continue
-        for key in keys:
+        for key in keys():
             if key in mapping:
                 out.extend(_duration(doc, (section, key), mapping[key]))
     condition = data.get("condition")
@@ -69,7 +70,7 @@ def check(doc: Document, *, stem: str) -> list[Problem]:
         out.extend(_findings(doc, condition_registry.check(condition)))
     action = data.get("action")
     if isinstance(action, dict):
-        for key in _TEMPLATES:
+        for key in actions_registry.template_fields():
             if isinstance(action.get(key), str):
                 out.extend(_template(doc, ("action", key), action[key]))
     for section in ("source", "action"):

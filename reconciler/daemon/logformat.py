@@ -21,6 +21,17 @@ LEVELS = ("debug", "info", "warning", "error")
 FORMATS = ("text", "json")
 
 
+class EscapingFormatter(logging.Formatter):
+    """A ``logging.Formatter`` for a text log whose output is ``terminal.escape``d, so a
+    logged observation cannot drive the terminal that shows the log. It runs after every
+    handler filter (the redactor's ``LogFilter`` sees the raw text first). Here, not in
+    ``render.terminal``: ``logging`` costs the CLI's start-up ~2 ms."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The formatted line (``logging.Formatter.format``), escaped."""
+        return terminal.escape(super().format(record))
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per record (see the module docstring)."""
 
@@ -60,8 +71,8 @@ def setup(*, stream: TextIO | None = None, timestamps: bool = True, level: str =
         handler.setFormatter(JsonFormatter())
     else:
         datefmt = "%Y-%m-%d %H:%M:%S" if timestamps else "%H:%M:%S"
-        handler.setFormatter(terminal.EscapingFormatter("%(asctime)s %(levelname)-7s %(message)s",
-                                                        datefmt=datefmt))
+        handler.setFormatter(EscapingFormatter("%(asctime)s %(levelname)-7s %(message)s",
+                                               datefmt=datefmt))
     root = logging.getLogger("monitors")
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

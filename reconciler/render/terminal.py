@@ -13,7 +13,6 @@ Our own colour (``style.paint``) is added AFTER escaping, so it keeps working.
 
 from __future__ import annotations
 
-import logging
 import re
 
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -44,12 +43,3 @@ def escape(text: str) -> str:
         return text
     return _UNSAFE.sub(_shown, text)
 
-
-class EscapingFormatter(logging.Formatter):
-    """A ``logging.Formatter`` for a text log whose output is ``escape``d, so a logged
-    observation cannot drive the terminal that shows the log. It runs after every
-    handler filter (the redactor's ``LogFilter`` sees the raw text first)."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        """The formatted line (``logging.Formatter.format``), escaped."""
-        return escape(super().format(record))

@@ -9,7 +9,8 @@ tests and its README row.
 
 Light on purpose: the type modules import only leaves at module level, so lint
 imports this without httpx or asyncio. Runtime work (``observe``) imports what it
-needs when called.
+needs when called. ``TYPES`` imports a type's module the first time it is read
+(``typetable``), so a command pays only for the types its monitors use.
 """
 
 from __future__ import annotations
@@ -20,14 +21,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 from reconciler.addflags import AddFlag
 from reconciler.findings import Finding
 from reconciler.model import Monitor, Observation
-from reconciler.sources import command, device, fields, file, http, pid, poll, webhook, ws
+from reconciler.sources import fields
+from reconciler.typetable import TypeTable
 
 if TYPE_CHECKING:
+    from reconciler.sources import command, device, file, http, pid, poll, webhook, ws
     from reconciler.sources.context import SourceContext
 
-SourceSpec = (poll.PollSpec | command.CommandSpec | http.HttpSpec | file.FileSpec
-              | pid.PidSpec | device.DeviceSpec | ws.WsSpec | webhook.WebhookSpec)
-"""Every typed source spec (``Monitor.source`` is one of these)."""
+    SourceSpec = (poll.PollSpec | command.CommandSpec | http.HttpSpec | file.FileSpec
+                  | pid.PidSpec | device.DeviceSpec | ws.WsSpec | webhook.WebhookSpec)
+    """Every typed source spec (``Monitor.source`` is one of these); for annotations."""
 
 
 class SourceType(Protocol):
@@ -57,20 +60,22 @@ class SourceType(Protocol):
         ...
 
 
-TYPES: dict[str, SourceType] = {
-    m.Spec.TYPE: m for m in (command, poll, http, file, pid, device, ws, webhook)
-}
-"""YAML ``source.type`` -> its module, in display order (DESIGN.md's order: lint's
-"expected one of" lists follow it)."""
+TYPES: TypeTable[SourceType] = TypeTable("reconciler.sources", {
+    "command": "command", "poll": "poll", "poll-http": "http", "file": "file", "pid": "pid",
+    "device": "device", "ws": "ws", "webhook": "webhook",
+})
+"""YAML ``source.type`` -> its module (imported when first read), in display order
+(DESIGN.md's order: lint's "expected one of" lists follow it). Each module's
+``Spec.TYPE`` is its key (tests/sources/test_registry.py)."""
 
 ADD_ORDER = ("poll", "command", "pid", "poll-http", "file", "device", "ws", "webhook")
 """The order ``monitors add --help`` and its messages list the source flags (a type not
 listed comes last)."""
 
-STREAMS = frozenset(k for k, m in TYPES.items() if getattr(m, "STREAM", False))
+STREAMS = TYPES.flagged("STREAM")
 """The types evaluated as streams (``command``)."""
 
-NOT_EVALUATED = frozenset(k for k, m in TYPES.items() if getattr(m, "PUSH", False))
+NOT_EVALUATED = TYPES.flagged("PUSH")
 """Validated but not evaluated yet (push sources): the engine says so and skips them."""
 
 

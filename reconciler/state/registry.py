@@ -70,13 +70,20 @@ def monitor_to_json(monitor: Monitor) -> dict[str, Any]:
 
     Keys follow the YAML field names (``rateLimit``, ``sharedInput``); paths are strings.
     """
-    pause = monitor.pause
     return {
         "name": monitor.name,
         "source": monitor.source.to_json(),
         "condition": condition_spec.to_json(monitor.condition),
         "action": monitor.action.to_json(),
         "fingerprint": monitor.fingerprint,
+        **_other_fields(monitor),
+    }
+
+
+def _other_fields(monitor: Monitor) -> dict[str, Any]:
+    """``monitor_to_json``'s fields after the fingerprint (no spec among them)."""
+    pause = monitor.pause
+    return {
         "scope": monitor.scope.value,
         "origin": str(monitor.origin),
         "line": monitor.line,
@@ -128,8 +135,9 @@ def monitor_from_json(doc: Mapping[str, Any]) -> Monitor:
 
 
 def update_fields(monitor: Monitor) -> dict[str, Any]:
-    """The non-identity fields that an in-place ``~ update`` changes (``UPDATE_FIELDS``)."""
-    full = monitor_to_json(monitor)
+    """The non-identity fields that an in-place ``~ update`` changes (``UPDATE_FIELDS``;
+    none is a spec, so no spec is serialized: ``plan`` hashes these for every monitor)."""
+    full = _other_fields(monitor)
     return {key: full[key] for key in UPDATE_FIELDS}
 
 

@@ -374,3 +374,21 @@ def test_settings_files_given_as_paths_are_checked_not_linted_as_monitors(repo: 
     (repo.root / "monitors.toml").write_text("[daemon]\nresyncc = '1m'\n")
     r = run_cli(["lint", str(repo.root / "monitors.toml")], repo=repo)
     assert r.exit_code == 1 and "daemon.resyncc: unknown field" in r.stdout
+
+
+def test_identical_files_print_a_bounded_line_each(repo: Repo) -> None:
+    """2,000 identical files: one duplicate error per file naming three others and
+    counting the rest, so the output grows with the files, not with their square."""
+    for i in range(2000):
+        repo.write(f"monitors.d/same-{i:04d}.yml", GOOD)
+    r = run_cli(["lint"], repo=repo)
+    assert r.exit_code == 1
+    lines = r.stdout.replace(f"{repo.root}/", "").splitlines()
+    assert lines[-1] == "2000 monitors, 2000 errors, 0 warnings"
+    assert len(lines) == 2001 and max(len(line) for line in lines) < 400
+    first = lines[0]
+    assert first.startswith("monitors.d/same-0000.yml:1:1: error: source: same source")
+    assert ("as same-0001 (monitors.d/same-0001.yml), same-0002 (monitors.d/same-0002.yml), "
+            "same-0003 (monitors.d/same-0003.yml) and 1,996 more: one trigger") in first
+    assert "same-0001 (monitors.d/same-0001.yml)" not in lines[1]
+    assert "same-0000 (monitors.d/same-0000.yml), same-0002" in lines[1]

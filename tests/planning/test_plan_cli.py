@@ -262,3 +262,23 @@ def test_plan_with_a_missing_user_layer_exits_1(repo: Repo) -> None:
     assert r.exit_code == 1, r.output
     assert "layers.user: directory nope.d does not exist [missing-layer]" in r.stdout
     assert r.stdout.rstrip().endswith("1 file has errors (`monitors lint` shows them).")
+
+
+def test_each_invalid_file_is_planned_with_its_own_first_error(repo: Repo) -> None:
+    """``snapshot.invalid_errors`` pairs every invalid file with its first error in one
+    pass over the problems (it once re-sorted them all for each invalid file)."""
+    from reconciler import settings, snapshot
+    from reconciler.config import loader
+
+    for i in range(30):
+        repo.write(f"monitors.d/bad-{i:02d}.yml", f"source: {{type: poll, command: [x{i}], "
+                   f"interval: {i + 1}x}}\naction: {{type: notify}}\nnope{i}: 1\n")
+    repo.write("monitors.d/good.yml", MON.format(word="good"))
+    result = loader.load(settings.load(root=repo.root))
+    found = snapshot.invalid_errors(result)
+    assert sorted(found) == [f"bad-{i:02d}" for i in range(30)]
+    for i in range(30):
+        assert f"bad-{i:02d}.yml:1:" in found[f"bad-{i:02d}"]  # line 1 comes before nope
+        assert f"{i + 1}x" in found[f"bad-{i:02d}"]
+    result.invalid["ghost"] = repo.user / "ghost.yml"
+    assert snapshot.invalid_errors(result)["ghost"] == f"{repo.user / 'ghost.yml'}: invalid"
