@@ -170,7 +170,7 @@ def test_check_errors_never_change_baseline(tmp_path: Path, scripted: Scripted) 
 
 def test_failed_fire_commit_leaves_stored_state_exactly(tmp_path: Path, scripted: Scripted
                                                         ) -> None:
-    scripted.script["m"] = ["a", "b"]
+    scripted.script["m"] = ["a"]  # repeated until the write is broken: then "b"
     env = Env(tmp_path)
     mdir = tmp_path / "state" / "monitors" / "m"
 
@@ -192,7 +192,7 @@ def test_failed_fire_commit_leaves_stored_state_exactly(tmp_path: Path, scripted
 
 def test_failed_state_write_rolls_back_fire_record(tmp_path: Path, scripted: Scripted,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    scripted.script["m"] = ["a", "b"]
+    scripted.script["m"] = ["a"]  # repeated until the write is broken: then "b"
     env = Env(tmp_path)
     mdir = tmp_path / "state" / "monitors" / "m"
 
@@ -206,6 +206,7 @@ def test_failed_state_write_rolls_back_fire_record(tmp_path: Path, scripted: Scr
                 raise OSError(28, "No space left on device")
 
             monkeypatch.setattr(env.store, "write_state", broken)
+            scripted.script["m"] = ["b"]
             await until(lambda: (env.store.liveness("m") or {}).get("consecutiveErrors", 0) >= 1)
             assert (mdir / "state.json").read_bytes() == before
             assert env.store.fire_ids("m") == [] and env.rec.events == []
