@@ -4,8 +4,9 @@ Pure: no I/O, no clock, no randomness; never imports sources, actions, the daemo
 or any runtime dependency. ``decide`` is the only entry point. One module per mode
 (``on_change``, ``match``, ``every``: describe, check, decide) chosen through
 ``registry.MODES``; ``spec`` holds the typed ``Condition`` (normalize, to_json),
-``decision`` the result values, ``signature`` the ignore/dedupeKey step every mode
-shares, ``replay`` the scripted test runner. Semantics (DESIGN.md §1):
+``decision`` the result values, ``outage`` check errors as observations,
+``signature`` the ignore/dedupeKey step every mode shares, ``replay`` the scripted
+test runner. Semantics (DESIGN.md §1):
 
 * ``on-change``: the first observation of an identity is a silent ``baseline``;
   a later observation whose signature differs from the last seen one fires
@@ -22,7 +23,9 @@ shares, ``replay`` the scripted test runner. Semantics (DESIGN.md §1):
 * A stored state whose fingerprint differs from the monitor's is ignored: the new
   identity starts from a fresh baseline and never inherits the old decision.
 
-Check errors never reach ``decide``: they cannot change the baseline.
+Check errors reach ``decide`` only as error observations (``outage``: with
+``condition.onError: observe``, ``error: <kind>: <message>``); otherwise they cannot
+change the baseline.
 """
 
 from __future__ import annotations

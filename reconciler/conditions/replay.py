@@ -10,8 +10,9 @@ File format (a list of steps, or a mapping with ``steps:``)::
         meta: {exitCode: 1}
         fire: true                  # optional expectations
         reason: matched new signature
-      - error: "timeout: took 30s"  # a check error: never fires, state unchanged
-        fire: false
+      - error: "timeout: took 30s"  # a check error: with onError: ignore it never
+        fire: false                 # fires and leaves the state; with observe it is
+                                    # the observation "error: timeout: took 30s"
       - text: pass
         reason: no match
 
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler import conditions, errors
+from reconciler.conditions import outage
 from reconciler.model import Monitor, Observation
 
 STEP_KEYS = frozenset({"text", "meta", "error", "fire", "reason"})
@@ -102,8 +104,14 @@ def parse(doc: Any, *, file: str) -> list[Step]:
     return steps
 
 
-def replay(monitor: Monitor, steps: list[Step]) -> list[StepResult]:
+def replay(monitor: Monitor, steps: list[Step], *,
+           on_error: str = outage.IGNORE) -> list[StepResult]:
     """Run ``steps`` through ``conditions.decide`` from an empty state.
+
+    Args:
+        on_error: the monitor's effective ``condition.onError``
+            (``sources.registry.on_error``): with ``observe`` an ``error:`` step is
+            the error observation the engine would make (``outage.parse_step``).
 
     Raises:
         re.error: a condition regex does not compile.
@@ -111,10 +119,12 @@ def replay(monitor: Monitor, steps: list[Step]) -> list[StepResult]:
     state: dict[str, Any] | None = None
     out: list[StepResult] = []
     for step in steps:
-        if step.error is not None:
+        if step.error is not None and on_error != outage.OBSERVE:
             fire, reason, sig, summary = False, ERROR_REASON, "", step.error
         else:
-            decision = conditions.decide(monitor, Observation(step.text or "", step.meta), state)
+            observation = (outage.parse_step(step.error) if step.error is not None
+                           else Observation(step.text or "", step.meta))
+            decision = conditions.decide(monitor, observation, state)
             if decision.persist:
                 state = decision.state
             fire, reason = decision.fire, str(decision.reason)

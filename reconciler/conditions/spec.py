@@ -26,8 +26,12 @@ PID_EXIT_MATCH = "^exited$"
 
 _BY_VALUE = {m.value: m for m in ConditionMode}  # faster than ConditionMode(value)
 
-KEYS = ("mode", "match", "dedupeKey", "ignore")
+KEYS = ("mode", "match", "dedupeKey", "ignore", "onError")
 """The normalized keys in their written order (``to_json``, the YAML writer)."""
+
+OPTIONAL_KEYS = ("onError",)
+"""Keys ``to_json`` writes only when set, so that monitors which do not use them keep
+the fingerprint they had before the keys existed (no new baseline on upgrade)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,12 +44,17 @@ class Condition:
         dedupe_key: the ``dedupeKey`` regex whose first match (group 1 when it has
             groups) is the signature, or None for the whole text.
         ignore: regexes removed from the observation, in order, before anything else.
+        on_error: ``observe`` or ``ignore`` (``outage.ON_ERROR``): whether a check
+            error becomes the observation ``error: <kind>: <message>``; None for the
+            source type's default (``sources.registry.on_error``; ``config.normalize``
+            stores None when the value written equals that default).
     """
 
     mode: ConditionMode = DEFAULT_MODE
     match: str | None = None
     dedupe_key: str | None = None
     ignore: tuple[str, ...] = ()
+    on_error: str | None = None
 
 
 DEDUPE_KEY = AddFlag("--dedupe-key", "RE", "The first match of RE is the event signature.")
@@ -85,6 +94,7 @@ def normalize(raw: Mapping[str, Any] | None, *, source_type: str) -> Condition:
         match=raw.get("match"),
         dedupe_key=raw.get("dedupeKey"),
         ignore=tuple(raw.get("ignore") or ()),
+        on_error=raw.get("onError"),
     )
 
 
@@ -92,9 +102,14 @@ def to_json(spec: Condition) -> dict[str, Any]:
     """The normalized mapping the fingerprint hashes (camelCase keys, ``KEYS`` order)::
 
         {"mode": "match", "match": "fail", "dedupeKey": None, "ignore": []}
+
+    ``OPTIONAL_KEYS`` appear only when set (``"onError": "observe"``).
     """
-    return {"mode": spec.mode.value, "match": spec.match, "dedupeKey": spec.dedupe_key,
-            "ignore": list(spec.ignore)}
+    out: dict[str, Any] = {"mode": spec.mode.value, "match": spec.match,
+                           "dedupeKey": spec.dedupe_key, "ignore": list(spec.ignore)}
+    if spec.on_error is not None:
+        out["onError"] = spec.on_error
+    return out
 
 
 def check_regexes(raw: Mapping[str, Any]) -> list[Finding]:

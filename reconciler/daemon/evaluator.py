@@ -20,7 +20,8 @@ Promises:
   then is the dispatcher called. The fire record is the commit point: after a
   crash between the two writes, ``start`` rolls ``state.json`` forward from it.
   If a write fails, the fire record is removed and the stored state is exactly as
-  it was. Check errors never change the condition state.
+  it was. Check errors never change the condition state, unless the monitor's
+  ``condition.onError`` is ``observe`` (``conditions.outage``).
 * **Cheap heartbeats.** Liveness is counted in memory and flushed every
   ``state.store.LIVENESS_FLUSH_INTERVAL`` seconds in a worker thread; durable
   writes always run in worker threads, never on the loop. The one exception to

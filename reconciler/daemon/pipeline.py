@@ -4,7 +4,9 @@
 (the other half starts, stops and schedules monitors). Its promises are the
 engine's (see ``daemon.evaluator``): persist before dispatch (the fire record is the
 commit point, a failed write leaves the stored state as it was), check errors never
-change the condition state, a permanent source error parks the monitor, every
+change the condition state unless ``condition.onError`` is ``observe`` (then the
+error is the observation ``conditions.outage`` makes of it, and still counts as a
+failed check for liveness and drought), a permanent source error parks the monitor, every
 observation and error is redacted before the condition sees it, and the first
 check of a started evaluator is flushed to ``liveness.json`` at once.
 """
@@ -19,6 +21,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from reconciler import conditions, errors, events, sources
+from reconciler.conditions import outage
 from reconciler.daemon import clock as clock_mod
 from reconciler.daemon.polls import Entry, FirstPoll, PollResult, Stats, make_event
 from reconciler.model import MonitorName, Observation
@@ -65,7 +68,7 @@ class Pipeline:
             # Every source enforces its own ``timeout`` (no second timer per poll here).
             observation = await source_types.observe(monitor, self.ctx)
         except errors.SourceError as e:
-            return await self._check_failed(entry, e)
+            return await self._failed(entry, e)
         except Exception as e:  # a bug in a source: count it, keep running
             log.exception("%s: source raised", monitor.name)
             return await self._check_failed(entry, errors.SourceError(
@@ -93,6 +96,17 @@ class Pipeline:
         except Exception:  # the periodic flush retries; never fail a poll over it
             log.exception("liveness flush after a first check failed")
 
+    async def _failed(self, entry: Entry, error: errors.SourceError) -> PollResult:
+        """A source's check error: evaluated as an observation when the monitor's
+        ``onError`` says so (``conditions.outage``), else a plain check error."""
+        observation = outage.observation(
+            source_types.on_error(entry.monitor), error.kind,
+            str(error.args[0]) if error.args else "", permanent=error.permanent)
+        if observation is None:
+            return await self._check_failed(entry, error)
+        return await self._evaluate(entry, observation,
+                                    error=self.ctx.redactor.redact(str(error)))
+
     async def _check_failed(self, entry: Entry, error: errors.SourceError) -> PollResult:
         name = entry.monitor.name
         message = self.ctx.redactor.redact(str(error))
@@ -110,11 +124,13 @@ class Pipeline:
                 log.exception("%s: guard.after_check failed", name)
         return PollResult(name, error=message)
 
-    async def _evaluate(self, entry: Entry, observation: Observation) -> PollResult:
+    async def _evaluate(self, entry: Entry, observation: Observation,
+                        error: str | None = None) -> PollResult:
         """Decide; when something must be stored, persist and dispatch in a task that a
         stop cannot cancel half-way (``asyncio.shield``); else just heartbeat.
         The observation is redacted first: signatures, state, events and views never
-        hold a registered secret."""
+        hold a registered secret. ``error`` (redacted): the check error an error
+        observation stands for (the check counts as failed)."""
         monitor = entry.monitor
         at = self.clock.time()
         observation = self.ctx.redactor.observation(observation)
@@ -131,14 +147,14 @@ class Pipeline:
                 event = None
         if decision.persist or event is not None:
             commit = asyncio.ensure_future(
-                self._persist(entry, observation, decision, event, at))
+                self._persist(entry, observation, decision, event, at, error))
             entry.commit = commit
             return await asyncio.shield(commit)
-        return await self._checked(entry, observation, decision, None, at)
+        return await self._checked(entry, observation, decision, None, at, error)
 
     async def _persist(self, entry: Entry, observation: Observation,
                        decision: conditions.Decision, event: events.Event | None,
-                       at: float) -> PollResult:
+                       at: float, error: str | None = None) -> PollResult:
         """Durable writes (worker thread), then heartbeat and dispatch."""
         state = {**decision.state, "updatedAt": store_mod.iso(at)}
         if event is not None:
@@ -155,21 +171,23 @@ class Pipeline:
             return await self._check_failed(entry, errors.SourceError(
                 f"cannot write state: {e.strerror or e}", kind="state"))
         entry.previous = state
-        return await self._checked(entry, observation, decision, event, at)
+        return await self._checked(entry, observation, decision, event, at, error)
 
     async def _checked(self, entry: Entry, observation: Observation,
                        decision: conditions.Decision, event: events.Event | None,
-                       at: float) -> PollResult:
-        """A good check: heartbeat, first poll, guard, then the dispatch."""
+                       at: float, error: str | None = None) -> PollResult:
+        """A decided check: heartbeat, first poll, guard, then the dispatch. ``error``:
+        the check failed (an error observation): liveness and drought count it so."""
         monitor = entry.monitor
+        ok = error is None
         entry.polls += 1
-        self.store.record_check(monitor.name, ok=True, error=None, at=at)
+        self.store.record_check(monitor.name, ok=ok, error=error, at=at)
         await self._flush_first(entry)
         if entry.counted or not entry.first.done():
-            self._first_done(entry, FirstPoll(True))
+            self._first_done(entry, FirstPoll(ok, error))
         if self.guard is not None:
             try:
-                await self.guard.after_check(monitor, ok=True, error=None)
+                await self.guard.after_check(monitor, ok=ok, error=error)
             except Exception:
                 log.exception("%s: guard.after_check failed", monitor.name)
         if event is not None:
@@ -178,7 +196,7 @@ class Pipeline:
                 await self.dispatcher.dispatch(monitor, event)
             except Exception:  # the Dispatcher contract says never; keep running anyway
                 log.exception("%s: dispatcher raised for %s", monitor.name, event.id)
-        return PollResult(monitor.name, observation, decision, event)
+        return PollResult(monitor.name, observation, decision, event, error)
 
     def _commit(self, name: str, state: Mapping[str, Any], event: events.Event | None,
                 at: float) -> None:
@@ -203,7 +221,7 @@ class Pipeline:
                     self._first_done(entry, FirstPoll(True))
                     continue
                 if isinstance(item, errors.SourceError):
-                    await self._check_failed(entry, item)
+                    await self._failed(entry, item)
                     if entry.parked:
                         return
                     continue

@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from reconciler.sources.context import SourceContext
 
 DEFAULT_TIMEOUT = 10.0
+ON_ERROR = "observe"
+"""The default ``condition.onError``: an outage of the watched thing is its event."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
