@@ -32,7 +32,10 @@ class Event:
             ``EXCERPT_CHARS`` characters.
         meta: the observation's meta mapping.
         groups: the match regex's groups (empty for on-change / every).
-        reason: the condition's reason (``changed``, ``matched new signature``, ``every``).
+        reason: the condition's reason (``changed``, ``matched new signature``, ``every``,
+            ``resolved``).
+        kind: ``fired``, or ``resolved`` when an episode closed with ``resolve: true``
+            (``{{ kind }}`` in templates).
     """
 
     id: str
@@ -45,6 +48,7 @@ class Event:
     meta: Mapping[str, Any] = field(default_factory=dict)
     groups: tuple[str | None, ...] = ()
     reason: str = ""
+    kind: str = "fired"
 
     def to_json(self) -> dict[str, Any]:
         """The event as the JSON object webhook-out POSTs and ``event.json`` stores."""
@@ -59,6 +63,7 @@ class Event:
             "meta": dict(self.meta),
             "groups": list(self.groups),
             "reason": self.reason,
+            "kind": self.kind,
         }
 
 

@@ -128,6 +128,7 @@ def record_to_event(record: Mapping[str, Any], *, monitor: str | None = None) ->
         meta=dict(src.get("meta") or {}),
         groups=tuple(src.get("groups") or ()),
         reason=str(src.get("reason", "")),
+        kind=str(src.get("kind", "fired")),
     )
 
 

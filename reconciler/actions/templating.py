@@ -322,6 +322,7 @@ def context(monitor: Monitor, event: Event) -> dict[str, Any]:
         "groups": list(event.groups),
         "monitor": {"name": str(monitor.name), "description": monitor.description},
         "firedAt": event.fired_at,
+        "kind": event.kind,
     }
 
 

@@ -20,6 +20,9 @@ test runner. Semantics (DESIGN.md §1):
 * ``condition.ignore`` regexes are removed from the text before anything else;
   ``condition.dedupeKey``'s first match (group 1 when it has groups) is the
   signature, else the whole (ignored) text.
+* ``fireAfter``, ``resolveAfter`` and ``resolve`` (``match`` only) group checks into
+  episodes (``episode``): one fire when an episode opens after enough hits, and with
+  ``resolve`` one more (reason ``resolved``) when it closes.
 * A stored state whose fingerprint differs from the monitor's is ignored: the new
   identity starts from a fresh baseline and never inherits the old decision.
 
@@ -34,7 +37,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from reconciler.conditions import registry
+from reconciler.conditions import episode, registry
 from reconciler.conditions.decision import Decision, Reason
 from reconciler.conditions.spec import Condition
 from reconciler.model import Monitor, Observation
@@ -58,7 +61,10 @@ def decide(
     fresh = previous is not None and previous.get("fingerprint") != monitor.fingerprint
     if fresh:
         previous = None
-    decision = registry.mode_of(monitor.condition).decide(monitor, observation, previous)
+    condition = monitor.condition
+    decision = registry.mode_of(condition).decide(monitor, observation, previous)
+    if condition.episodes:
+        decision = episode.decide(condition, decision, previous)
     if fresh and not decision.persist:
         # The stored state belongs to another identity: replace it.
         decision = replace(decision, persist=True)

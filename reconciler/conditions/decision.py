@@ -16,6 +16,12 @@ class Reason(enum.StrEnum):
     MATCHED = "matched new signature"
     NO_MATCH = "no match"
     EVERY = "every"
+    PENDING = "pending"
+    """A hit that does not reach ``fireAfter`` yet (``conditions.episode``)."""
+    PENDING_RESOLVE = "pending resolve"
+    """A miss in an open episode short of ``resolveAfter``."""
+    RESOLVED = "resolved"
+    """An episode closed with ``resolve: true``: a fire of kind ``resolved``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,6 +79,7 @@ def make_event(monitor: Monitor, decision: conditions.Decision, observation: Obs
         meta=dict(observation.meta),
         groups=decision.groups,
         reason=str(decision.reason),
+        kind="resolved" if decision.reason is conditions.Reason.RESOLVED else "fired",
     )
 
 

@@ -144,3 +144,42 @@ def test_with_on_error_ignore_an_outage_is_only_a_check_error(
              what="a good check", log=d.log)
     assert heard == []
     assert d.stop() == 0
+
+
+def test_an_episode_survives_a_restart_and_resolves_with_kind_resolved(
+        repo: Repo, daemons: Callable[..., Daemon], health: Health,
+        receiver: tuple[str, list[dict[str, Any]]]) -> None:
+    hook, heard = receiver
+    repo.write("monitors.d/site.yml", f"""
+        name: site
+        source: {{type: poll-http, url: "http://127.0.0.1:{health.port}/health",
+                  interval: 500ms, timeout: 2s}}
+        condition:
+          mode: match
+          match: '^error: '
+          fireAfter: {{consecutive: 2}}
+          resolve: true
+        action: {{type: webhook-out, url: "{hook}"}}
+    """)
+    d = daemons().start()
+    wait_for(lambda: d.liveness("site").get("checkCount", 0) >= 1, what="a check", log=d.log)
+    health.stop()
+    wait_for(lambda: heard, what="the outage event", log=d.log)
+    assert (heard[0]["kind"], heard[0]["reason"]) == ("fired", "matched new signature")
+    assert d.state("site")["episode"]["open"] is True
+    assert d.stop() == 0
+
+    # a restart during the outage: the open episode is kept, nothing fires again
+    d2 = daemons(log_name="daemon-2.log").start()
+    checks = d2.liveness("site").get("checkCount", 0)
+    wait_for(lambda: d2.liveness("site").get("checkCount", 0) >= checks + 3,
+             what="three checks after the restart", log=d2.log)
+    assert len(heard) == 1
+
+    health.start()
+    wait_for(lambda: len(heard) >= 2, what="the resolve notice", log=d2.log)
+    resolved = heard[1]
+    assert (resolved["kind"], resolved["reason"]) == ("resolved", "resolved")
+    assert resolved["signature"] == heard[0]["signature"]
+    assert resolved["observation"] == "200\nok"
+    assert d2.stop() == 0
