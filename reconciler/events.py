@@ -36,6 +36,10 @@ class Event:
             ``resolved``).
         kind: ``fired``, or ``resolved`` when an episode closed with ``resolve: true``
             (``{{ kind }}`` in templates).
+        previous: the previous stored observation (capped like ``observation``), or
+            None when there is none (the first fire of a ``match`` monitor).
+        diff: the unified diff from ``previous`` to ``observation``, bounded
+            (``conditions.diff``); ``""`` when there is no previous observation.
     """
 
     id: str
@@ -49,6 +53,8 @@ class Event:
     groups: tuple[str | None, ...] = ()
     reason: str = ""
     kind: str = "fired"
+    previous: str | None = None
+    diff: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """The event as the JSON object webhook-out POSTs and ``event.json`` stores."""
@@ -64,6 +70,9 @@ class Event:
             "groups": list(self.groups),
             "reason": self.reason,
             "kind": self.kind,
+            "previous": self.previous,
+            "current": self.observation,
+            "diff": self.diff,
         }
 
 

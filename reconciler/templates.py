@@ -14,7 +14,7 @@ import re
 _SHORT = re.compile(r"(?<!\{)\{\s*(event)\s*\}(?!\})")
 
 CONTEXT_NAMES = frozenset({"event", "observation", "signature", "groups", "monitor", "firedAt",
-                           "kind"})
+                           "kind", "previous", "current", "diff", "meta"})
 
 
 def expand_short_form(text: str) -> str:

@@ -323,6 +323,10 @@ def context(monitor: Monitor, event: Event) -> dict[str, Any]:
         "monitor": {"name": str(monitor.name), "description": monitor.description},
         "firedAt": event.fired_at,
         "kind": event.kind,
+        "previous": event.previous or "",
+        "current": event.observation,
+        "diff": event.diff,
+        "meta": dict(event.meta),
     }
 
 

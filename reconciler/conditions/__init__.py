@@ -23,6 +23,8 @@ test runner. Semantics (DESIGN.md §1):
 * ``fireAfter``, ``resolveAfter`` and ``resolve`` (``match`` only) group checks into
   episodes (``episode``): one fire when an episode opens after enough hits, and with
   ``resolve`` one more (reason ``resolved``) when it closes.
+* Each stored state keeps the observation it was stored with (``lastObservation``),
+  so a fire knows the previous observation and the diff to it (``diff``).
 * A stored state whose fingerprint differs from the monitor's is ignored: the new
   identity starts from a fresh baseline and never inherits the old decision.
 
@@ -38,11 +40,14 @@ from dataclasses import replace
 from typing import Any
 
 from reconciler.conditions import episode, registry
-from reconciler.conditions.decision import Decision, Reason
+from reconciler.conditions.decision import OBSERVATION_CHARS, Decision, Reason
 from reconciler.conditions.spec import Condition
 from reconciler.model import Monitor, Observation
 
 __all__ = ["Condition", "Decision", "Reason", "decide"]
+
+LAST_OBSERVATION = "lastObservation"
+"""The condition state's key for the observation it was stored with (``Decision.previous``)."""
 
 
 def decide(
@@ -68,4 +73,10 @@ def decide(
     if fresh and not decision.persist:
         # The stored state belongs to another identity: replace it.
         decision = replace(decision, persist=True)
+    if decision.persist:  # never on an unchanged poll: no cost on the hot path
+        last = previous.get(LAST_OBSERVATION) if previous is not None else None
+        state = {**decision.state,
+                 LAST_OBSERVATION: decision.observation[:OBSERVATION_CHARS]}
+        decision = replace(decision, state=state,
+                           previous=last if isinstance(last, str) else None)
     return decision

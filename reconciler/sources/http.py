@@ -8,7 +8,9 @@
   registered with ``SourceContext.redactor`` (so an endpoint echoing it shows ``***``), and they
   are never printed (``redacted_headers`` for display; the URL is shown redacted in
   errors and ``meta.url``).
-* Redirects are not followed unless ``followRedirects: true``; TLS is verified.
+* Redirects are not followed unless ``followRedirects: true``; then each hop's status
+  and ``Location`` are in ``meta.redirects`` (``[{"status": 302, "location": ...}]``),
+  so a redirect to a status page that answers 200 can still be matched. TLS is verified.
 * DNS, connect, TLS, protocol and timeout failures are check errors whose message
   names the exception class; the body is capped at ``maxBytes`` (``truncated``).
 * A URL that cannot be requested at all (unparsable, no host, a port outside
@@ -257,6 +259,10 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
                     encoding = response.encoding or "utf-8"
                     content_type = response.headers.get("content-type", "")
                     location = response.headers.get("location")
+                    redirects = [{"status": hop.status_code,
+                                  "location": ctx.redactor.redact(
+                                      hop.headers.get("location", ""))}
+                                 for hop in response.history] if response.history else None
         except TimeoutError:
             raise errors.SourceError(
                 f"GET {url}: no complete response within {timeout:g}s", kind="timeout"
@@ -295,4 +301,6 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
         meta["url"] = final_url
     if location and 300 <= status < 400:
         meta["location"] = location
+    if redirects:
+        meta["redirects"] = redirects
     return Observation(f"{status}\n{text}", meta)
