@@ -47,6 +47,7 @@ RULES: dict[str, str] = {
     "bad-regex": "a regex (match, dedupeKey, ignore) does not compile with Python re",
     "bad-threshold": "condition.fireAfter asks for more matching checks (count) than it "
                      "looks at (within)",
+    "bad-select": "a source.select JMESPath expression does not compile",
     "bad-duration": "a duration does not parse (500ms, 30s, 5m, 8h, 1d or integer seconds) "
                     "or is longer than 3650d",
     "interval-range": "an interval outside 500ms..7d",

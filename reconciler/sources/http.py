@@ -33,6 +33,7 @@ from reconciler.addflags import AddFlag
 from reconciler.findings import Finding
 from reconciler.model import Monitor, Observation
 from reconciler.sources import fields
+from reconciler.sources import select as select_mod
 from reconciler.sources.fields import DEFAULT_MAX_BYTES, doc
 
 if TYPE_CHECKING:
@@ -51,7 +52,8 @@ class HttpSpec:
 
     TYPE: ClassVar[str] = "poll-http"
     KEYS: ClassVar[tuple[str, ...]] = (
-        "type", "url", "interval", "timeout", "headers", "followRedirects", "maxBytes")
+        "type", "url", "interval", "timeout", "headers", "followRedirects", "maxBytes",
+        "select")
     """The key order of a written ``source`` mapping (``config.writer``)."""
 
     url: str = doc("The http:// or https:// URL to GET.", "https://example.com/health")
@@ -65,6 +67,9 @@ class HttpSpec:
                                  True, default=False)
     max_bytes: int = doc("Body cap in bytes (default 1 MiB); past it meta.truncated is true.",
                          65536, default=DEFAULT_MAX_BYTES)
+    select: str | None = doc(select_mod.DESCRIPTION.format(what="body (the status line "
+                                                           "stays first)"),
+                             select_mod.EXAMPLE, default=None, optional=True)
 
     def to_json(self) -> dict[str, Any]:
         """The normalized mapping (the fingerprint's input)."""
@@ -91,12 +96,14 @@ def normalize(raw: Mapping[str, Any]) -> HttpSpec:
         headers=fields.strings(raw.get("headers")),
         follow_redirects=bool(raw.get("followRedirects", False)),
         max_bytes=int(raw.get("maxBytes", DEFAULT_MAX_BYTES)),
+        select=raw.get("select"),
     )
 
 
 def check(raw: Mapping[str, Any]) -> list[Finding]:
-    """No checks beyond the shared ones (durations, URL) for ``poll-http``."""
-    return []
+    """``select`` compiles (``sources.select.check``); durations and the URL are
+    checked by all."""
+    return select_mod.check(raw)
 
 
 ADD = AddFlag("--poll-http", "URL INTERVAL", "GET URL every INTERVAL.", nargs=2)
@@ -303,4 +310,7 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
         meta["location"] = location
     if redirects:
         meta["redirects"] = redirects
-    return Observation(f"{status}\n{text}", meta)
+    observed = Observation(f"{status}\n{text}", meta)
+    if spec.select is None:
+        return observed
+    return select_mod.observation(spec.select, observed, head=True)

@@ -308,3 +308,17 @@ def test_replay_error_steps_are_observations_under_on_error_observe(repo: Repo) 
     r = run_cli(["test", "site", "--replay", str(f)], repo=repo)
     assert r.exit_code == 0, r.output
     assert "4 steps, 2 fire(s), 0 mismatch(es)" in r.stdout
+
+
+def test_dry_run_shows_the_selected_value(repo: Repo) -> None:
+    repo.write("monitors.d/pr.yml", """
+        source:
+          type: poll
+          command: ["printf", "%s", '{"state": "MERGED", "title": "x"}']
+          interval: 1m
+          select: state
+        action: {type: notify}
+    """)
+    r = run_cli(["test", "pr"], repo=repo)
+    assert r.exit_code == 0, r.output
+    assert "Observation\n  MERGED\n" in r.stdout
