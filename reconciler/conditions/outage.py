@@ -49,7 +49,8 @@ PREFIX = "error: "
 _VOLATILE: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b0x[0-9a-fA-F]{4,}\b"), "0x?"),                       # object addresses
     (re.compile(r"\b\d+\.\d+\s?(?:ms|s|seconds?)\b"), "?s"),             # measured timings
-    (re.compile(r"((?:\d{1,3}\.){3}\d{1,3}|\[[0-9a-fA-F:.]+\]):\d{1,5}\b"), r"\1:?"),  # ip:port
+    # ip:port, except a URL's own (after //: configured, so stable)
+    (re.compile(r"(?<![\w./])((?:\d{1,3}\.){3}\d{1,3}|\[[0-9a-fA-F:.]+\]):\d{1,5}\b"), r"\1:?"),
     (re.compile(r"(\('[^']*', )\d{1,5}(\)|, )"), r"\1?\2"),             # ('host', port)
     (re.compile(r"\b(pid|port) \d+\b"), r"\1 ?"),
 )

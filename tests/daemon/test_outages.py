@@ -26,13 +26,21 @@ class _Server(http.server.ThreadingHTTPServer):
 
 
 class Health:
-    """A GET /health server on a fixed port that can stop and start again."""
+    """A GET /health server on a fixed port that can stop and start again.
+
+    ``stop`` waits for the next request to be answered and then closes the listening
+    socket within milliseconds (``poll_interval``), so no poll is caught in the accept
+    backlog mid-shutdown (that poll would see a reset, ``error: http: ... ReadError``,
+    a second signature, before the refusals)."""
 
     def __init__(self) -> None:
         self.port = free_port()
         self._server: _Server | None = None
+        self._answered = threading.Event()
 
     def start(self) -> None:
+        answered = self._answered
+
         class H(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 body = b"ok"
@@ -40,15 +48,20 @@ class Health:
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
+                answered.set()
 
             def log_message(self, *args: Any) -> None:
                 pass
 
         self._server = _Server(("127.0.0.1", self.port), H)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.01},
+                         daemon=True).start()
 
-    def stop(self) -> None:
+    def stop(self, *, after_answer: bool = True) -> None:
         if self._server is not None:
+            if after_answer:
+                self._answered.clear()
+                self._answered.wait(10)
             self._server.shutdown()
             self._server.server_close()
             self._server = None
@@ -59,7 +72,7 @@ def health() -> Iterator[Health]:
     h = Health()
     h.start()
     yield h
-    h.stop()
+    h.stop(after_answer=False)
 
 
 @pytest.fixture
