@@ -25,8 +25,9 @@ test runner. Semantics (DESIGN.md §1):
   ``resolve`` one more (reason ``resolved``) when it closes.
 * Each stored state keeps the observation it was stored with (``lastObservation``),
   so a fire knows the previous observation and the diff to it (``diff``).
-* A stored state whose fingerprint differs from the monitor's is ignored: the new
-  identity starts from a fresh baseline and never inherits the old decision.
+* A stored state whose fingerprint differs from the monitor's is carried only when
+  the edit left what is observed and how signatures are formed alone (``baseline``);
+  otherwise the new identity starts from a fresh baseline.
 
 Check errors reach ``decide`` only as error observations (``outage``: with
 ``condition.onError: observe``, ``error: <kind>: <message>``); otherwise they cannot
@@ -39,7 +40,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from reconciler.conditions import episode, registry
+from reconciler.conditions import baseline, episode, registry
 from reconciler.conditions.decision import OBSERVATION_CHARS, Decision, Reason
 from reconciler.conditions.spec import Condition
 from reconciler.model import Monitor, Observation
@@ -65,7 +66,8 @@ def decide(
     """
     fresh = previous is not None and previous.get("fingerprint") != monitor.fingerprint
     if fresh:
-        previous = None
+        assert previous is not None
+        previous = baseline.carried(monitor, previous)
     condition = monitor.condition
     decision = registry.mode_of(condition).decide(monitor, observation, previous)
     if condition.episodes:
@@ -75,8 +77,10 @@ def decide(
         decision = replace(decision, persist=True)
     if decision.persist:  # never on an unchanged poll: no cost on the hot path
         last = previous.get(LAST_OBSERVATION) if previous is not None else None
+        observes, signs = baseline.keys(monitor)
         state = {**decision.state,
-                 LAST_OBSERVATION: decision.observation[:OBSERVATION_CHARS]}
+                 LAST_OBSERVATION: decision.observation[:OBSERVATION_CHARS],
+                 baseline.OBSERVES: observes, baseline.SIGNS: signs}
         decision = replace(decision, state=state,
                            previous=last if isinstance(last, str) else None)
     return decision

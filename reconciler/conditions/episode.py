@@ -47,7 +47,12 @@ def decide(condition: Condition, inner: Decision,
     docstring). ``previous`` is the stored condition state (None for a fresh start);
     the returned ``state`` is ``inner.state`` with the episode under ``KEY``."""
     count, within = condition.fire_after or (1, 1)
-    before = {**_CLOSED, **((previous or {}).get(KEY) or {})}
+    stored = (previous or {}).get(KEY)
+    if stored is None and previous is not None and previous.get("matching"):
+        # a state from before thresholds were set (an edit that kept the baseline):
+        # a failure being matched is an open episode, not a new one
+        stored = {"open": True, "signature": previous.get("lastSignature")}
+    before = {**_CLOSED, **(stored or {})}
     is_open, window, misses = bool(before["open"]), str(before["window"]), int(before["misses"])
     opened_with = before.get("signature")
     hit = inner.reason in _HITS

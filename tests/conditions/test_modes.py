@@ -59,10 +59,10 @@ def test_condition_table(title: str, cond: dict[str, Any] | None, texts: list[st
     assert run(m, texts)[0] == expected
 
 
-def test_fingerprint_change_starts_new_baseline() -> None:
+def test_a_change_of_what_is_observed_starts_a_new_baseline() -> None:
     old = monitor(SRC)
     _, state = run(old, ["a"])
-    new = monitor({**SRC, "interval": "1m"})
+    new = monitor({**SRC, "command": "echo"})
     assert new.fingerprint != old.fingerprint
     d = conditions.decide(new, Observation("b"), state)
     assert not d.fire and d.reason == conditions.Reason.BASELINE and d.persist
@@ -72,7 +72,7 @@ def test_fingerprint_change_starts_new_baseline() -> None:
 def test_identity_change_in_match_mode_does_not_inherit_episode() -> None:
     old = monitor(SRC, condition={"mode": "match", "match": "fail"})
     _, state = run(old, ["fail"])
-    new = monitor({**SRC, "interval": "1m"}, condition={"mode": "match", "match": "fail"})
+    new = monitor({**SRC, "command": "echo"}, condition={"mode": "match", "match": "fail"})
     d = conditions.decide(new, Observation("fail"), state)
     assert d.fire and d.persist
 
