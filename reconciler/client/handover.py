@@ -47,6 +47,12 @@ def _autopaused(state_dir: Path) -> dict[MonitorName, str]:
     return store_mod.Store(state_dir).autopause_reasons()
 
 
+def _completed(state_dir: Path) -> dict[MonitorName, tuple[str, str]]:
+    from reconciler.state import store as store_mod
+
+    return store_mod.Store(state_dir).completions()
+
+
 def current_plan(cfg: settings.Settings, *, allow_mass_stop: bool = False) -> plan_mod.Plan:
     """The plan a reconcile would carry out now on this device.
 
@@ -63,7 +69,8 @@ def current_plan(cfg: settings.Settings, *, allow_mass_stop: bool = False) -> pl
         reg = registry_mod.load(cfg.state_dir)
         last_good = {n: e.monitor for n, e in reg.entries.items()}
         autopaused = _autopaused(cfg.state_dir)
-    snap = snapshot.read(cfg, last_good=last_good, autopaused=autopaused)
+        completed = _completed(cfg.state_dir)
+    snap = snapshot.read(cfg, last_good=last_good, autopaused=autopaused, completed=completed)
     if snap.settings_error is not None:
         raise errors.ConfigError(settings_error_line(snap.settings_error))
     client.check_settings(cfg, status)

@@ -109,7 +109,8 @@ def _rows(cfg: settings.Settings) -> dict[str, Any]:
     applied = {n: e.monitor for n, e in reg.entries.items()}
     store = _store(cfg)
     autopaused = {MonitorName(n): "auto-paused" for n in store.names() if store.autopause(n)}
-    snap = snapshot.read(cfg, last_good=applied, autopaused=autopaused, with_git=False)
+    snap = snapshot.read(cfg, last_good=applied, autopaused=autopaused,
+                         completed=store.completions(), with_git=False)
     now = time.time()
     out: list[dict[str, Any]] = []
     desired, excluded, invalid = snap.desired.monitors, snap.desired.excluded, \
@@ -134,6 +135,7 @@ def _rows(cfg: settings.Settings) -> dict[str, Any]:
         if why is not None:
             state = {"disabled": "disabled", "paused": "paused", "elsewhere": "elsewhere",
                      "autopaused": "auto-paused", "invalid": "invalid",
+                     "completed": why.reason,
                      "duplicate": "duplicate (held)"}.get(why.kind, why.kind)
             if running and name in held:
                 state += " (stop HELD: still running)"

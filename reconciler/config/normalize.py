@@ -16,6 +16,7 @@ from typing import Any
 
 from reconciler import durations
 from reconciler.actions import registry as actions_registry
+from reconciler.conditions import lifecycle
 from reconciler.conditions import spec as condition_spec
 from reconciler.conditions.spec import Condition
 from reconciler.config import fingerprint
@@ -127,4 +128,5 @@ def monitor(
         allow_duplicate=bool(doc.get("allowDuplicate", False)),
         description=str(doc.get("description", "")),
         line=line,
+        lifecycle=lifecycle.normalize(doc),
     )

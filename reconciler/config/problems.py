@@ -59,7 +59,8 @@ RULES: dict[str, str] = {
     "channel-url": "a channel's URL is not one Apprise accepts (checked without sending; "
                    "${NAME} parts stand in as placeholders)",
     "bad-until": "an overlay's pause.until is not an ISO-8601 date-time with a time zone, "
-                 "or is later than 9000-01-01T00:00:00Z or earlier than 1970-01-01T00:00:00Z",
+                 "or is later than 9000-01-01T00:00:00Z or earlier than 1970-01-01T00:00:00Z; "
+                 "or a monitor's until is neither such a date-time nor a duration",
     "overlay-orphan": "an overlay names a monitor that no layer defines",
     "overlay-expired": "an overlay's pause has expired (the monitor runs again)",
     "shadowed-redundant": "a user monitor repeats the built-in it shadows (delete it)",

@@ -35,6 +35,9 @@ Promises:
   webhook: validated but not evaluated yet) or a permanent source error parks the
   monitor: it stays in ``running()`` with its reason in ``parked``; it is not polled.
 * A monitor auto-paused by the rate-limit guard (``Store.autopause``) is not polled.
+* A self-ending monitor (``until``/``stopAfter``/``stopWhen``) that completes is parked
+  with ``completed (reason)``, recorded in ``lifecycle.json``, and parked at once when
+  started again under the same key (``conditions.lifecycle``).
 * **Secrets are redacted first.** Every observation and check error is redacted
   with the shared ``ctx.redactor`` before the condition sees it, so no signature,
   state, event, liveness error or view holds a registered secret.
@@ -157,6 +160,8 @@ class Engine(Pipeline):
             self._park(entry, str(e))
             log.warning("%s: not run: %s", monitor.name, e)
             return
+        if monitor.lifecycle is not None and await self._begin_life(entry):
+            return  # completed under its current fingerprint and end conditions
         if source_types.is_stream(monitor):
             entry.stream = loop.create_task(self._run_stream(entry),
                                             name=f"monitor:{monitor.name}")

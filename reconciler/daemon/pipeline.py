@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from reconciler import conditions, errors, events, sources
-from reconciler.conditions import outage
+from reconciler.conditions import lifecycle, outage
 from reconciler.daemon import clock as clock_mod
 from reconciler.daemon.polls import Entry, FirstPoll, PollResult, Stats, make_event
 from reconciler.model import MonitorName, Observation
@@ -107,6 +107,40 @@ class Pipeline:
         return await self._evaluate(entry, observation,
                                     error=self.ctx.redactor.redact(str(error)))
 
+    async def _begin_life(self, entry: Entry) -> bool:
+        """At start: record a self-ending monitor's first start (``state.lifecycle``), or
+        park it when it completed under its current key. True when parked."""
+        monitor = entry.monitor
+        record = await asyncio.to_thread(self.store.begin_lifecycle, monitor.name,
+                                         lifecycle.key(monitor), self.clock.time())
+        done = record.get("completed")
+        if done:
+            self._park(entry, f"completed ({done.get('reason')})")
+            log.info("%s: not started: %s", monitor.name, entry.parked)
+        return bool(done)
+
+    async def _life_after(self, entry: Entry, text: str | None, fired: bool) -> None:
+        """After a check of a self-ending monitor: count a fire, then complete it (record,
+        park: it stops polling) when ``conditions.lifecycle.outcome`` says so."""
+        monitor, spec = entry.monitor, entry.monitor.lifecycle
+        assert spec is not None
+        record = (await asyncio.to_thread(self.store.count_lifecycle_fire, monitor.name)
+                  if fired else self.store.lifecycle(monitor.name))
+        if record is None or record.get("completed"):
+            return
+        at = self.clock.time()
+        reason = lifecycle.outcome(spec, lifecycle.Progress(float(record.get("startedAt") or at),
+                                                            int(record.get("fires") or 0)),
+                                   now=at, observation=text)
+        if reason is None:
+            return
+        try:
+            await asyncio.to_thread(self.store.complete, monitor.name, reason, at)
+        except (OSError, errors.StateError) as e:
+            log.warning("%s: cannot record its completion: %s", monitor.name, e)
+        self._park(entry, f"completed ({reason})")
+        log.info("%s: completed (%s); it polls no more", monitor.name, reason)
+
     async def _check_failed(self, entry: Entry, error: errors.SourceError) -> PollResult:
         name = entry.monitor.name
         message = self.ctx.redactor.redact(str(error))
@@ -122,6 +156,8 @@ class Pipeline:
                 await self.guard.after_check(entry.monitor, ok=False, error=message)
             except Exception:
                 log.exception("%s: guard.after_check failed", name)
+        if entry.monitor.lifecycle is not None and entry.parked is None:
+            await self._life_after(entry, None, False)
         return PollResult(name, error=message)
 
     async def _evaluate(self, entry: Entry, observation: Observation,
@@ -196,6 +232,8 @@ class Pipeline:
                 await self.dispatcher.dispatch(monitor, event)
             except Exception:  # the Dispatcher contract says never; keep running anyway
                 log.exception("%s: dispatcher raised for %s", monitor.name, event.id)
+        if monitor.lifecycle is not None:
+            await self._life_after(entry, observation.text, event is not None)
         return PollResult(monitor.name, observation, decision, event, error)
 
     def _commit(self, name: str, state: Mapping[str, Any], event: events.Event | None,

@@ -83,6 +83,8 @@ class Reconciler:
         """``snapshot.read`` with the auto-pauses of the state directory (a worker thread:
         both list and read files)."""
         return snapshot.read(self.cfg, last_good=last_good, autopaused=self._autopaused(),
+                             completed=None if self.parts is None
+                             else self.parts.store.completions(),
                              with_git=with_git)
 
     def register_secrets(self, snap: snapshot.Snapshot) -> None:

@@ -1,0 +1,49 @@
+"""Watchers that end themselves, with the real daemon: ``stopWhen`` completes a monitor
+after the matching observation's own fire; it stops polling, shows as completed in list,
+view, plan and --json, and stays completed across a restart until its file changes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from tests.conftest import Repo
+from tests.daemon.conftest import Daemon, wait_for
+
+
+def test_stop_when_completes_the_monitor_and_it_stays_completed(
+        repo: Repo, daemons: Callable[..., Daemon]) -> None:
+    pr = repo.root / "pr-state.txt"
+    pr.write_text("open\n")
+    repo.write("monitors.d/pr-42.yml", f"""
+        name: pr-42
+        source: {{type: poll, command: [cat, "{pr}"], interval: 500ms}}
+        stopWhen: 'merged|closed'
+        action: {{type: notify}}
+    """)
+    d = daemons().start()
+    wait_for(lambda: d.state("pr-42").get("baseline") == "open", what="baseline", log=d.log)
+    pr.write_text("merged\n")
+    wait_for(lambda: "pr-42: completed (stopWhen matched 'merged')" in d.log_text(),
+             what="completion", log=d.log)
+    assert [f["event"]["event"] for f in d.fires("pr-42")] == ["merged"]  # its own fire
+    record = json.loads((repo.state / "monitors" / "pr-42" / "lifecycle.json").read_text())
+    assert record["completed"]["reason"] == "stopWhen matched 'merged'"
+    checks = d.liveness("pr-42").get("checkCount")
+    pr.write_text("closed\n")
+    d.cli("apply")  # a reconcile now: the completed monitor is stopped, not restarted
+    listed = d.cli("list")
+    assert "completed (stopWhen matched 'merged')" in listed.stdout, listed.stdout
+    rows = json.loads(d.cli("list", "--json").stdout)
+    [row] = [r for r in rows["monitors"] if r["name"] == "pr-42"]
+    assert row["status"] == "completed (stopWhen matched 'merged')"
+    assert "completed (stopWhen matched 'merged')" in d.cli("view", "pr-42").stdout
+    assert d.stop() == 0
+    assert len(d.fires("pr-42")) == 1
+    assert (d.liveness("pr-42").get("checkCount") or 0) <= (checks or 0) + 1
+
+    # a restart keeps it completed; plan says so
+    d2 = daemons(log_name="daemon-2.log").start()
+    assert "completed (stopWhen matched 'merged')" in d2.cli("plan").stdout
+    assert "pr-42" not in d2.running()
+    assert d2.stop() == 0
