@@ -77,6 +77,8 @@ RULES: dict[str, str] = {
     "missing-layer": "the user layer, or a layer directory [layers] names, does not exist",
     "unsafe-permissions": "a file that can run commands (or monitors.toml with agents or "
                           "routines) is writable by, or owned by, another user",
+    "completed": "a monitor that ended itself (until, stopAfter, stopWhen) still has its "
+                 "file (`monitors remove --completed` removes it)",
     "internal-error": "a bug in monitors while checking this file (please report it); the "
                       "file counts as invalid and every other file is checked as usual",
 }

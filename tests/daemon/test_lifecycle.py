@@ -47,3 +47,14 @@ def test_stop_when_completes_the_monitor_and_it_stays_completed(
     assert "completed (stopWhen matched 'merged')" in d2.cli("plan").stdout
     assert "pr-42" not in d2.running()
     assert d2.stop() == 0
+
+    # lint says the file remains (info, exit 0); remove --completed removes it
+    lint = d2.cli("lint")
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    assert ("info: pr-42 completed (stopWhen matched 'merged'); its file remains "
+            "(`monitors remove --completed` removes it) [completed]") in lint.stdout
+    removed = d2.cli("remove", "--completed")
+    assert removed.returncode == 0, removed.stderr
+    assert "removed pr-42 (completed: stopWhen matched 'merged')" in removed.stdout
+    assert not (repo.user / "pr-42.yml").exists()
+    assert "[completed]" not in d2.cli("lint").stdout
