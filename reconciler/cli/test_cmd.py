@@ -203,7 +203,8 @@ def _replay(monitor: Monitor, file: Path, as_json: bool) -> int:
             "fires": fires,
             "steps": [{"step": r.step.index, "fire": r.fire, "reason": r.reason,
                        "signature": r.signature, "summary": r.summary,
-                       "mismatch": r.mismatch} for r in results],
+                       "mismatch": r.mismatch, "completed": r.completed}
+                      for r in results],
         }, indent=2, ensure_ascii=False))
     else:
         click.echo(terminal.escape(f"Replay: {monitor.name} ({len(steps)} steps from {file})"))
@@ -212,6 +213,8 @@ def _replay(monitor: Monitor, file: Path, as_json: bool) -> int:
             shown = json.dumps(what[:60], ensure_ascii=False)
             mark = "FIRE" if r.fire else "-"
             line = f"  {r.step.index:>3}  {mark:<4}  {r.reason:<21}  {shown}"
+            if r.completed:
+                line += f"\n       completed ({r.completed}): later steps are not evaluated"
             if r.mismatch:
                 line += f"\n       MISMATCH: {r.mismatch}"
             click.echo(terminal.escape(line))

@@ -17,22 +17,28 @@ File format (a list of steps, or a mapping with ``steps:``)::
         reason: no match
 
 Replay starts from an empty state and persists the state exactly as the engine
-does (``Decision.persist``).
+does (``Decision.persist``). A monitor with ``stopAfter`` or ``stopWhen`` completes
+as in the engine (``conditions.lifecycle``; ``until`` is not replayed: steps carry no
+time): the step that completes it says so (``StepResult.completed``) and later steps
+are ``completed``, not evaluated.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from reconciler import conditions, errors
-from reconciler.conditions import outage
+from reconciler.conditions import lifecycle, outage
 from reconciler.model import Monitor, Observation
 
 STEP_KEYS = frozenset({"text", "meta", "error", "fire", "reason"})
 ERROR_REASON = "error"
-REASONS = frozenset({*(str(r) for r in conditions.Reason), ERROR_REASON})
+COMPLETED_REASON = "completed"
+"""A step after the monitor completed (``until``/``stopAfter``/``stopWhen``): not
+evaluated, as the engine would not poll it."""
+REASONS = frozenset({*(str(r) for r in conditions.Reason), ERROR_REASON, COMPLETED_REASON})
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +64,7 @@ class StepResult:
     signature: str = ""
     summary: str = ""
     mismatch: str | None = None
+    completed: str | None = None
 
 
 def parse(doc: Any, *, file: str) -> list[Step]:
@@ -118,8 +125,13 @@ def replay(monitor: Monitor, steps: list[Step], *,
     """
     state: dict[str, Any] | None = None
     out: list[StepResult] = []
+    fires, done = 0, None
+    life = monitor.lifecycle
     for step in steps:
-        if step.error is not None and on_error != outage.OBSERVE:
+        ended: str | None = None
+        if done is not None:
+            fire, reason, sig, summary = False, COMPLETED_REASON, "", done
+        elif step.error is not None and on_error != outage.OBSERVE:
             fire, reason, sig, summary = False, ERROR_REASON, "", step.error
         else:
             observation = (outage.parse_step(step.error) if step.error is not None
@@ -129,13 +141,18 @@ def replay(monitor: Monitor, steps: list[Step], *,
                 state = decision.state
             fire, reason = decision.fire, str(decision.reason)
             sig, summary = decision.signature, decision.summary
+            if life is not None:
+                fires += fire
+                ended = done = lifecycle.outcome(
+                    replace(life, until_at=None, until_after=None),
+                    lifecycle.Progress(0.0, fires), now=0.0, observation=observation.text)
         problems = []
         if step.fire is not None and step.fire != fire:
             problems.append(f"expected fire: {_yn(step.fire)}, got {_yn(fire)}")
         if step.reason is not None and step.reason != reason:
             problems.append(f"expected reason {step.reason!r}, got {reason!r}")
         out.append(StepResult(step, fire, reason, sig, summary,
-                              "; ".join(problems) if problems else None))
+                              "; ".join(problems) if problems else None, ended))
     return out
 
 

@@ -84,3 +84,20 @@ def test_add_refuses_bad_values(flags: dict[str, Any], message: str) -> None:
                             notify="", **flags)
     with pytest.raises(errors.UsageError, match=message.replace("(", r"\(")):
         adddoc.build_doc(req)
+
+
+def test_replay_completes_with_stop_when_and_stop_after() -> None:
+    from reconciler.conditions import replay
+
+    m = monitor(stopWhen="merged", condition={"mode": "every"})
+    steps = replay.parse(["open", {"text": "merged", "fire": True},
+                          {"text": "open", "reason": "completed", "fire": False}], file="r")
+    results = replay.replay(m, steps)
+    assert [r.mismatch for r in results] == [None, None, None]
+    assert results[1].completed == "stopWhen matched 'merged'"
+
+    m = monitor(stopAfter={"fires": 2})
+    results = replay.replay(m, replay.parse(["a", "b", "c", "d"], file="r"))
+    assert [(r.fire, r.reason) for r in results] == [
+        (False, "baseline"), (True, "changed"), (True, "changed"), (False, "completed")]
+    assert results[2].completed == "stopAfter: 2 fires"
