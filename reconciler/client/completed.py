@@ -20,7 +20,8 @@ RULE = "completed"
 
 
 def completed(cfg: settings.Settings, *, loaded: Any = None) -> list[tuple[Monitor, str]]:
-    """``(monitor, reason)`` for every defined monitor whose completion holds, by name.
+    """``(monitor, reason)`` for every defined monitor whose completion holds, by name
+    (a paused one is left out: ``remove --completed`` already paused that built-in).
 
     Args:
         loaded: a ``config.loader.load`` result to reuse (loaded here when None and
@@ -41,7 +42,7 @@ def completed(cfg: settings.Settings, *, loaded: Any = None) -> list[tuple[Monit
     for name in sorted(done):
         key, reason = done[name]
         monitor = loaded.monitors.get(name)
-        if monitor is not None and lifecycle.key(monitor) == key:
+        if monitor is not None and monitor.pause is None and lifecycle.key(monitor) == key:
             out.append((monitor, reason))
     return out
 
