@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
 
 from tests.conftest import Repo
 from tests.daemon.conftest import Daemon, wait_for
@@ -58,3 +59,43 @@ def test_stop_when_completes_the_monitor_and_it_stays_completed(
     assert "removed pr-42 (completed: stopWhen matched 'merged')" in removed.stdout
     assert not (repo.user / "pr-42.yml").exists()
     assert "[completed]" not in d2.cli("lint").stdout
+
+
+def test_stop_after_and_until_complete_in_the_engine(tmp_path: Any) -> None:
+    """In-process on a fake clock: ``stopAfter: {fires: 2}`` parks after the second fire;
+    ``until: 10m`` (from the recorded first start) parks at the first check past it."""
+    import asyncio
+
+    from reconciler.daemon import evaluator
+    from reconciler.sources.context import SourceContext
+    from reconciler.state import store as store_mod
+    from tests.factories import monitor
+    from tests.helpers import FakeClock, Recorder, until
+
+    store = store_mod.Store(tmp_path / "state")
+    clock = FakeClock()
+    fired = Recorder()
+    twice = monitor({"type": "poll", "command": ["true"], "interval": "1m"},
+                    condition={"mode": "every"}, name="twice", stopAfter={"fires": 2})
+    brief = monitor({"type": "poll", "command": ["true"], "interval": "1m"},
+                    name="brief", until="10m")
+
+    async def go() -> dict[str, str]:
+        ctx = SourceContext.create(store=store)
+        engine = evaluator.Engine(store, fired, ctx=ctx, clock=clock, flush_interval=0)
+        try:
+            await engine.start(twice)
+            await engine.start(brief)
+            async with clock.driving(step=1.0, pause=0.001):
+                await until(lambda: len(engine.parked) == 2, timeout=30)
+            return dict(engine.parked)
+        finally:
+            await engine.close()
+            await ctx.aclose()
+
+    parked = asyncio.run(go())
+    assert parked == {"twice": "completed (stopAfter: 2 fires)",
+                      "brief": "completed (until 2025-06-15T15:16:40Z)"}
+    assert [e.monitor for e in fired.events] == ["twice", "twice"]
+    record = store.lifecycle("brief") or {}
+    assert record["startedAt"] == 1_750_000_000.0
