@@ -32,7 +32,14 @@ class Event:
             ``EXCERPT_CHARS`` characters.
         meta: the observation's meta mapping.
         groups: the match regex's groups (empty for on-change / every).
-        reason: the condition's reason (``changed``, ``matched new signature``, ``every``).
+        reason: the condition's reason (``changed``, ``matched new signature``, ``every``,
+            ``resolved``).
+        kind: ``fired``, or ``resolved`` when an episode closed with ``resolve: true``
+            (``{{ kind }}`` in templates).
+        previous: the previous stored observation (capped like ``observation``), or
+            None when there is none (the first fire of a ``match`` monitor).
+        diff: the unified diff from ``previous`` to ``observation``, bounded
+            (``conditions.diff``); ``""`` when there is no previous observation.
     """
 
     id: str
@@ -45,6 +52,9 @@ class Event:
     meta: Mapping[str, Any] = field(default_factory=dict)
     groups: tuple[str | None, ...] = ()
     reason: str = ""
+    kind: str = "fired"
+    previous: str | None = None
+    diff: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """The event as the JSON object webhook-out POSTs and ``event.json`` stores."""
@@ -59,6 +69,10 @@ class Event:
             "meta": dict(self.meta),
             "groups": list(self.groups),
             "reason": self.reason,
+            "kind": self.kind,
+            "previous": self.previous,
+            "current": self.observation,
+            "diff": self.diff,
         }
 
 

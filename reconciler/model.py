@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, NewType, Protocol
 
 if TYPE_CHECKING:  # a type only: model stays a leaf at run time
+    from reconciler.conditions.lifecycle import Lifecycle
     from reconciler.conditions.spec import Condition
 
 MonitorName = NewType("MonitorName", str)
@@ -158,6 +159,8 @@ class Monitor:
         allow_duplicate: the duplicate fingerprint is deliberate.
         description: free text.
         line: 1-based line of the document start in ``origin`` (for messages).
+        lifecycle: ``until``/``stopAfter``/``stopWhen`` (``conditions.lifecycle``), or
+            None when the monitor never ends itself.
     """
 
     name: MonitorName
@@ -178,6 +181,7 @@ class Monitor:
     allow_duplicate: bool = False
     description: str = ""
     line: int = 1
+    lifecycle: Lifecycle | None = None
 
     @property
     def source_type(self) -> str:

@@ -168,6 +168,7 @@ def read(
     *,
     last_good: Mapping[MonitorName, Monitor] | None = None,
     autopaused: Mapping[MonitorName, str] | None = None,
+    completed: Mapping[MonitorName, tuple[str, str]] | None = None,
     with_git: bool = True,
     loader: Callable[[settings.Settings], Any] | None = None,
 ) -> Snapshot:
@@ -176,6 +177,7 @@ def read(
     Args:
         last_good: the applied set (running registry) for last-known-good versions.
         autopaused: name -> reason, from running state.
+        completed: name -> ``(key, reason)`` of completed monitors, from running state.
         loader: stands in for ``config.loader.load`` (then actions are not checked).
 
     A monitor whose action names an undefined agent, routine or channel is invalid
@@ -201,7 +203,8 @@ def read(
 
     invalid = invalid_errors(result)
     desired = desired_mod.desired_set(result.monitors, owner=owner, invalid=invalid,
-                                   last_good=last_good, autopaused=autopaused)
+                                   last_good=last_good, autopaused=autopaused,
+                                   completed=completed)
     desired.start_reasons.update(expired_pauses(result, desired.monitors, cfg.root))
     digest = str(getattr(result, "digest", ""))
     commit, dirty = git_revision(cfg.root, digest=digest) if with_git else (None, False)

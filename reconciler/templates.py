@@ -13,7 +13,8 @@ import re
 # {event} not part of {{ event }}: no brace on either side.
 _SHORT = re.compile(r"(?<!\{)\{\s*(event)\s*\}(?!\})")
 
-CONTEXT_NAMES = frozenset({"event", "observation", "signature", "groups", "monitor", "firedAt"})
+CONTEXT_NAMES = frozenset({"event", "observation", "signature", "groups", "monitor", "firedAt",
+                           "kind", "previous", "current", "diff", "meta"})
 
 
 def expand_short_form(text: str) -> str:

@@ -129,12 +129,15 @@ CLIENT_MAY_USE = {"reconciler.daemon.protocol", "reconciler.daemon.startreport"}
 
 # the declarative half of the condition modes (typed spec, registry: describe, check):
 # pure, imports no runtime dependency; normalize, lint, the writer, the running registry,
-# the diff and the views use it
-CONDITIONS_DECLARATIVE = {"reconciler.conditions.spec", "reconciler.conditions.registry"}
+# the diff and the views use it; ``baseline`` compares two specs (the plan's "baseline
+# kept" / "new baseline")
+CONDITIONS_DECLARATIVE = {"reconciler.conditions.spec", "reconciler.conditions.registry",
+                          "reconciler.conditions.baseline", "reconciler.conditions.lifecycle"}
 DECLARATIVE_USERS = {"config", "state", "planning"}
 
 # modules model may name for annotations only (inside ``if TYPE_CHECKING:``)
-MODEL_TYPES = {"reconciler.conditions.spec", "reconciler.conditions.spec.Condition"}
+MODEL_TYPES = {"reconciler.conditions.spec", "reconciler.conditions.spec.Condition",
+               "reconciler.conditions.lifecycle", "reconciler.conditions.lifecycle.Lifecycle"}
 
 LEAVES = {"model", "errors", "durations", "redaction", "processes", "findings", "addflags",
           "typetable"}

@@ -103,6 +103,8 @@ async def fire(d: Dispatcher, monitor: Monitor, event: Event, spec: NotifySpec, 
     channels = d.notifier.channels_for(spec.channel)
     message = d.redactor.redact(await d.render(
         spec.message or DEFAULT_MESSAGE, templating.context(monitor, event)))
+    if spec.message in (None, DEFAULT_MESSAGE) and event.diff:
+        message += "\n" + d.redactor.redact(event.diff)  # what changed, as urlwatch reports
     extra: dict[str, Any] = {"recovered": True} if recovered else {}
 
     async def deliver() -> None:

@@ -128,6 +128,9 @@ def record_to_event(record: Mapping[str, Any], *, monitor: str | None = None) ->
         meta=dict(src.get("meta") or {}),
         groups=tuple(src.get("groups") or ()),
         reason=str(src.get("reason", "")),
+        kind=str(src.get("kind", "fired")),
+        previous=src.get("previous") if isinstance(src.get("previous"), str) else None,
+        diff=str(src.get("diff") or ""),
     )
 
 

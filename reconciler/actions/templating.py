@@ -322,6 +322,11 @@ def context(monitor: Monitor, event: Event) -> dict[str, Any]:
         "groups": list(event.groups),
         "monitor": {"name": str(monitor.name), "description": monitor.description},
         "firedAt": event.fired_at,
+        "kind": event.kind,
+        "previous": event.previous or "",
+        "current": event.observation,
+        "diff": event.diff,
+        "meta": dict(event.meta),
     }
 
 

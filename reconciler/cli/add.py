@@ -58,7 +58,9 @@ def _command_words(params: dict[str, Any]) -> list[str]:
                       *[(f.dest, f.flag) for f in conditions if not f.switch],
                       *_action_words(optional=False),
                       ("device", "--device"), ("devices", "--devices"),
-                      ("rate_limit", "--rate-limit"), ("description", "--description")):
+                      ("rate_limit", "--rate-limit"), ("description", "--description"),
+                      ("until", "--until"), ("stop_after", "--stop-after"),
+                      ("stop_when", "--stop-when")):
         if params.get(key) is not None:
             words += [name, str(params[key])]
     for flag in flags:
@@ -148,6 +150,11 @@ def _action_options(f: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--devices", metavar="A,B", help="An allowlist: each listed device runs it.")
 @click.option("--rate-limit", metavar="MAX/PER", help="Auto-pause past MAX fires per PER (5/1m).")
 @click.option("--description", metavar="TEXT", help="What it is for.")
+@click.option("--until", metavar="WHEN",
+              help="Complete (stop) at this date-time, or this long after the first start.")
+@click.option("--stop-after", type=int, metavar="N", help="Complete after N fires.")
+@click.option("--stop-when", metavar="RE",
+              help="Complete when an observation matches RE (merged|closed).")
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE",
               help="A label for selection (pause -l KEY=VALUE); repeatable.")
 @click.option("--force", is_flag=True,
@@ -168,7 +175,8 @@ def command(ctx: click.Context, /, **params: Any) -> int:
         devices=arguments.split_devices(params["devices"]) if params["devices"] else (),
         rate_limit=params["rate_limit"], interval=params["interval"],
         description=params["description"], labels=tuple(params["labels"]),
-        force=params["force"],
+        force=params["force"], until=params["until"], stop_after=params["stop_after"],
+        stop_when=params["stop_when"],
         **{kind.ADD.dest: params[kind.ADD.dest] for kind in actions_registry.TYPES.values()},
     )
     doc = adddoc.build_doc(req)

@@ -85,6 +85,10 @@ def command(ctx: click.Context, paths: tuple[Path, ...], fmt: str, as_json: bool
         problems += channels.url_problems(settings)
     cache = settings.state_dir if in_repository and not no_cache else None
     report = lint.run(settings, list(paths) or None, action_check=check, cache=cache)
+    if not paths:  # the layers: say which completed monitors still have their files
+        from reconciler.client import completed
+
+        problems += completed.lint_problems(settings)
     report.problems = sorted(report.problems + problems)
     fmt = "json" if as_json else fmt
     click.echo(render.render(report.problems, fmt=fmt, monitors=report.monitors), nl=False)

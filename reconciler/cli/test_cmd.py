@@ -181,6 +181,7 @@ def _text(result: Any, preview: dict[str, Any] | None = None) -> str:
 def _replay(monitor: Monitor, file: Path, as_json: bool) -> int:
     from reconciler.conditions import replay
     from reconciler.config import yamlload
+    from reconciler.sources import registry as source_types
 
     data, problems = yamlload.read(file, file=str(file))  # capped: /dev/zero, a FIFO
     if data is None:
@@ -193,7 +194,7 @@ def _replay(monitor: Monitor, file: Path, as_json: bool) -> int:
         raise errors.ConfigError(f"{file}: not UTF-8: {e.reason}") from e
     doc = yamlload.plain(text, file=str(file))
     steps = replay.parse(doc, file=str(file))
-    results = replay.replay(monitor, steps)
+    results = replay.replay(monitor, steps, on_error=source_types.on_error(monitor))
     mismatches = sum(1 for r in results if r.mismatch)
     fires = sum(1 for r in results if r.fire)
     if as_json:
@@ -202,7 +203,8 @@ def _replay(monitor: Monitor, file: Path, as_json: bool) -> int:
             "fires": fires,
             "steps": [{"step": r.step.index, "fire": r.fire, "reason": r.reason,
                        "signature": r.signature, "summary": r.summary,
-                       "mismatch": r.mismatch} for r in results],
+                       "mismatch": r.mismatch, "completed": r.completed}
+                      for r in results],
         }, indent=2, ensure_ascii=False))
     else:
         click.echo(terminal.escape(f"Replay: {monitor.name} ({len(steps)} steps from {file})"))
@@ -211,6 +213,8 @@ def _replay(monitor: Monitor, file: Path, as_json: bool) -> int:
             shown = json.dumps(what[:60], ensure_ascii=False)
             mark = "FIRE" if r.fire else "-"
             line = f"  {r.step.index:>3}  {mark:<4}  {r.reason:<21}  {shown}"
+            if r.completed:
+                line += f"\n       completed ({r.completed}): later steps are not evaluated"
             if r.mismatch:
                 line += f"\n       MISMATCH: {r.mismatch}"
             click.echo(terminal.escape(line))
@@ -235,16 +239,19 @@ def command(ctx: click.Context, name: str, as_json: bool, replay_file: Path | No
     result = _dry_run(settings, monitor, known)
     # Rendered once (a template may spend its whole budget, templating.RENDER_SECONDS).
     preview = (action_preview(result.monitor, result.event)
-               if result.event is not None and not result.error else None)
+               if result.event is not None else None)
     render_error = preview.get("error") if preview else None
     if as_json:
         click.echo(json.dumps(_as_json(result, preview), indent=2, ensure_ascii=False,
                               default=str))
         failed = result.error or render_error
         return int(errors.ExitCode.ERROR) if failed else int(errors.ExitCode.OK)
-    if result.error:
+    if result.error and result.observation is None:
         raise errors.MonitorsError(f"{name}: source check failed: {result.error}")
     click.echo(terminal.escape(_text(result, preview)), nl=False)
+    if result.error:  # observed (condition.onError: observe): shown above, still a failure
+        raise errors.MonitorsError(f"{name}: source check failed (observed as an error "
+                                   f"observation): {result.error}")
     if render_error:
         raise errors.MonitorsError(f"{name}: the action would fail: {render_error}")
     return int(errors.ExitCode.OK)

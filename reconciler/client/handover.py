@@ -47,6 +47,12 @@ def _autopaused(state_dir: Path) -> dict[MonitorName, str]:
     return store_mod.Store(state_dir).autopause_reasons()
 
 
+def _completed(state_dir: Path) -> dict[MonitorName, tuple[str, str]]:
+    from reconciler.state import store as store_mod
+
+    return store_mod.Store(state_dir).completions()
+
+
 def current_plan(cfg: settings.Settings, *, allow_mass_stop: bool = False,
                  ref: str | None = None, against: Path | None = None,
                  follow: bool = False) -> plan_mod.Plan:
@@ -82,6 +88,7 @@ def current_plan(cfg: settings.Settings, *, allow_mass_stop: bool = False,
         status: Any = None
         last_good = dict(exported.running)
         autopaused = dict(exported.autopaused)
+        completed: dict[MonitorName, tuple[str, str]] = {}
         generation, git = exported.generation, exported.git
     else:
         with direrrors.state_errors(cfg.state_dir):
@@ -89,9 +96,10 @@ def current_plan(cfg: settings.Settings, *, allow_mass_stop: bool = False,
             reg = registry_mod.load(cfg.state_dir)
             last_good = {n: e.monitor for n, e in reg.entries.items()}
             autopaused = _autopaused(cfg.state_dir)
+            completed = _completed(cfg.state_dir)
         generation = int(status["generation"]) if status is not None else reg.generation
         git = (status.get("git") if status is not None else None) or reg.git
-    snap = _read(cfg, ref, last_good, autopaused, follow=follow)
+    snap = _read(cfg, ref, last_good, autopaused, completed, follow=follow)
     if snap.settings_error is not None:
         raise errors.ConfigError(settings_error_line(snap.settings_error))
     if against is None:
@@ -108,21 +116,23 @@ def current_plan(cfg: settings.Settings, *, allow_mass_stop: bool = False,
 
 
 def _read(cfg: settings.Settings, ref: str | None, last_good: dict[MonitorName, Any],
-          autopaused: dict[MonitorName, str], *, follow: bool = False) -> snapshot.Snapshot:
+          autopaused: dict[MonitorName, str], completed: dict[MonitorName, tuple[str, str]],
+          *, follow: bool = False) -> snapshot.Snapshot:
     """The snapshot of the working tree, or of ``ref``'s commit (``follow``: of the
     followed ref's) exported to a temporary directory (removed after reading)."""
     from reconciler.config import gitfollow
 
     git = gitfollow.git_settings(cfg) if follow and ref is None else None
     if ref is None and git is None:
-        return snapshot.read(cfg, last_good=last_good, autopaused=autopaused)
+        return snapshot.read(cfg, last_good=last_good, autopaused=autopaused,
+                             completed=completed)
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="monitors-plan-") as tmp:
         target = (gitfollow.Follower(cfg, git).head(Path(tmp)) if git is not None
                   else gitfollow.plan_target(cfg, str(ref), Path(tmp)))
         snap = snapshot.read(target.settings, last_good=last_good, autopaused=autopaused,
-                             with_git=False)
+                             completed=completed, with_git=False)
         return snapshot.at_commit(snap, target.settings.root, cfg.root, target.commit)
 
 

@@ -107,8 +107,8 @@ def rows(cfg: settings.Settings) -> dict[str, Any]:
 
 
 def _snapshot(cfg: settings.Settings, reg: registry_mod.Registry,
-              applied: dict[MonitorName, Monitor], autopaused: dict[MonitorName, str]
-              ) -> snapshot.Snapshot:
+              applied: dict[MonitorName, Monitor], autopaused: dict[MonitorName, str],
+              completed: dict[MonitorName, tuple[str, str]]) -> snapshot.Snapshot:
     """The layers as the rows show them: the working tree, or in git mode the last
     applied commit (what runs; the working tree is what ``plan`` shows)."""
     from reconciler.config import gitfollow
@@ -116,8 +116,10 @@ def _snapshot(cfg: settings.Settings, reg: registry_mod.Registry,
     commit = (reg.git or {}).get("lastAppliedRevision")
     at = gitfollow.applied_settings(cfg, commit)
     if at is None or commit is None:
-        return snapshot.read(cfg, last_good=applied, autopaused=autopaused, with_git=False)
-    snap = snapshot.read(at, last_good=applied, autopaused=autopaused, with_git=False)
+        return snapshot.read(cfg, last_good=applied, autopaused=autopaused,
+                             completed=completed, with_git=False)
+    snap = snapshot.read(at, last_good=applied, autopaused=autopaused, completed=completed,
+                         with_git=False)
     return snapshot.at_commit(snap, at.root, cfg.root, commit)
 
 
@@ -127,7 +129,7 @@ def _rows(cfg: settings.Settings) -> dict[str, Any]:
     applied = {n: e.monitor for n, e in reg.entries.items()}
     store = _store(cfg)
     autopaused = {MonitorName(n): "auto-paused" for n in store.names() if store.autopause(n)}
-    snap = _snapshot(cfg, reg, applied, autopaused)
+    snap = _snapshot(cfg, reg, applied, autopaused, store.completions())
     now = time.time()
     out: list[dict[str, Any]] = []
     desired, excluded, invalid = snap.desired.monitors, snap.desired.excluded, \
@@ -152,6 +154,7 @@ def _rows(cfg: settings.Settings) -> dict[str, Any]:
         if why is not None:
             state = {"disabled": "disabled", "paused": "paused", "elsewhere": "elsewhere",
                      "autopaused": "auto-paused", "invalid": "invalid",
+                     "completed": why.reason,
                      "duplicate": "duplicate (held)"}.get(why.kind, why.kind)
             if running and name in held:
                 state += " (stop HELD: still running)"
@@ -236,7 +239,7 @@ def view(cfg: settings.Settings, name: str, *, fires: int = 10) -> dict[str, Any
 
     at = gitfollow.applied_settings(cfg, (reg.git or {}).get("lastAppliedRevision"))
     if at is not None:  # git mode: the applied commit's version, origin as in the repository
-        snap = _snapshot(cfg, reg, {n: e.monitor for n, e in reg.entries.items()}, {})
+        snap = _snapshot(cfg, reg, {n: e.monitor for n, e in reg.entries.items()}, {}, {})
         found = snap.monitors.get(MonitorName(name))
     else:
         found = loader.load(cfg).monitors.get(MonitorName(name))

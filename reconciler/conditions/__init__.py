@@ -4,8 +4,9 @@ Pure: no I/O, no clock, no randomness; never imports sources, actions, the daemo
 or any runtime dependency. ``decide`` is the only entry point. One module per mode
 (``on_change``, ``match``, ``every``: describe, check, decide) chosen through
 ``registry.MODES``; ``spec`` holds the typed ``Condition`` (normalize, to_json),
-``decision`` the result values, ``signature`` the ignore/dedupeKey step every mode
-shares, ``replay`` the scripted test runner. Semantics (DESIGN.md §1):
+``decision`` the result values, ``outage`` check errors as observations,
+``signature`` the ignore/dedupeKey step every mode shares, ``replay`` the scripted
+test runner. Semantics (DESIGN.md §1):
 
 * ``on-change``: the first observation of an identity is a silent ``baseline``;
   a later observation whose signature differs from the last seen one fires
@@ -19,10 +20,18 @@ shares, ``replay`` the scripted test runner. Semantics (DESIGN.md §1):
 * ``condition.ignore`` regexes are removed from the text before anything else;
   ``condition.dedupeKey``'s first match (group 1 when it has groups) is the
   signature, else the whole (ignored) text.
-* A stored state whose fingerprint differs from the monitor's is ignored: the new
-  identity starts from a fresh baseline and never inherits the old decision.
+* ``fireAfter``, ``resolveAfter`` and ``resolve`` (``match`` only) group checks into
+  episodes (``episode``): one fire when an episode opens after enough hits, and with
+  ``resolve`` one more (reason ``resolved``) when it closes.
+* Each stored state keeps the observation it was stored with (``lastObservation``),
+  so a fire knows the previous observation and the diff to it (``diff``).
+* A stored state whose fingerprint differs from the monitor's is carried only when
+  the edit left what is observed and how signatures are formed alone (``baseline``);
+  otherwise the new identity starts from a fresh baseline.
 
-Check errors never reach ``decide``: they cannot change the baseline.
+Check errors reach ``decide`` only as error observations (``outage``: with
+``condition.onError: observe``, ``error: <kind>: <message>``); otherwise they cannot
+change the baseline.
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from reconciler.conditions import registry
+from reconciler.conditions import baseline, registry
 from reconciler.conditions.spec import Condition
 from reconciler.model import Monitor, Observation
 
@@ -39,6 +48,9 @@ if TYPE_CHECKING:
     from reconciler.conditions.decision import Decision, Reason
 
 __all__ = ["Condition", "Decision", "Reason", "decide"]
+
+LAST_OBSERVATION = "lastObservation"
+"""The condition state's key for the observation it was stored with (``Decision.previous``)."""
 
 
 def __getattr__(name: str) -> Any:
@@ -66,9 +78,25 @@ def decide(
     """
     fresh = previous is not None and previous.get("fingerprint") != monitor.fingerprint
     if fresh:
-        previous = None
-    decision = registry.mode_of(monitor.condition).decide(monitor, observation, previous)
+        assert previous is not None
+        previous = baseline.carried(monitor, previous)
+    condition = monitor.condition
+    decision = registry.mode_of(condition).decide(monitor, observation, previous)
+    if condition.episodes:
+        from reconciler.conditions import episode
+
+        decision = episode.decide(condition, decision, previous)
     if fresh and not decision.persist:
         # The stored state belongs to another identity: replace it.
         decision = replace(decision, persist=True)
+    if decision.persist:  # never on an unchanged poll: no cost on the hot path
+        from reconciler.conditions.decision import OBSERVATION_CHARS
+
+        last = previous.get(LAST_OBSERVATION) if previous is not None else None
+        observes, signs = baseline.keys(monitor)
+        state = {**decision.state,
+                 LAST_OBSERVATION: decision.observation[:OBSERVATION_CHARS],
+                 baseline.OBSERVES: observes, baseline.SIGNS: signs}
+        decision = replace(decision, state=state,
+                           previous=last if isinstance(last, str) else None)
     return decision

@@ -6,6 +6,10 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
+OBSERVATION_CHARS = 4000
+"""Characters of the observation kept in the condition state (``lastObservation``) for
+the next event's ``previous`` and diff (as ``events.EXCERPT_CHARS``)."""
+
 
 class Reason(enum.StrEnum):
     """Why a decision came out as it did."""
@@ -16,6 +20,12 @@ class Reason(enum.StrEnum):
     MATCHED = "matched new signature"
     NO_MATCH = "no match"
     EVERY = "every"
+    PENDING = "pending"
+    """A hit that does not reach ``fireAfter`` yet (``conditions.episode``)."""
+    PENDING_RESOLVE = "pending resolve"
+    """A miss in an open episode short of ``resolveAfter``."""
+    RESOLVED = "resolved"
+    """An episode closed with ``resolve: true``: a fire of kind ``resolved``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +44,9 @@ class Decision:
         observation: the observation text after ``ignore``.
         persist: ``state`` differs from what is stored in a way that must be written
             (baseline, fire, episode end, identity change).
+        previous: the observation (after ``ignore``, cut to ``OBSERVATION_CHARS``)
+            stored with the last persisted state, set when ``persist``; None when
+            there is none (a first observation, a state from an older version).
     """
 
     fire: bool
@@ -44,3 +57,4 @@ class Decision:
     groups: tuple[str | None, ...] = ()
     observation: str = ""
     persist: bool = False
+    previous: str | None = None

@@ -72,7 +72,7 @@ def check(raw: Mapping[str, Any]) -> list[Finding]:
     """Lint's semantic findings for a ``condition`` mapping (schema-valid or not): the
     regexes every mode shares, then the mode's own checks (an unknown mode has none:
     the schema reports it)."""
-    out = spec.check_regexes(raw)
+    out = spec.check_regexes(raw) + spec.check_thresholds(raw)
     mode = MODES.get(str(raw.get("mode", spec.DEFAULT_MODE.value)))
     if mode is not None:
         out.extend(mode.check(raw))

@@ -10,27 +10,35 @@ File format (a list of steps, or a mapping with ``steps:``)::
         meta: {exitCode: 1}
         fire: true                  # optional expectations
         reason: matched new signature
-      - error: "timeout: took 30s"  # a check error: never fires, state unchanged
-        fire: false
+      - error: "timeout: took 30s"  # a check error: with onError: ignore it never
+        fire: false                 # fires and leaves the state; with observe it is
+                                    # the observation "error: timeout: took 30s"
       - text: pass
         reason: no match
 
 Replay starts from an empty state and persists the state exactly as the engine
-does (``Decision.persist``).
+does (``Decision.persist``). A monitor with ``stopAfter`` or ``stopWhen`` completes
+as in the engine (``conditions.lifecycle``; ``until`` is not replayed: steps carry no
+time): the step that completes it says so (``StepResult.completed``) and later steps
+are ``completed``, not evaluated.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from reconciler import conditions, errors
+from reconciler.conditions import lifecycle, outage
 from reconciler.model import Monitor, Observation
 
 STEP_KEYS = frozenset({"text", "meta", "error", "fire", "reason"})
 ERROR_REASON = "error"
-REASONS = frozenset({*(str(r) for r in conditions.Reason), ERROR_REASON})
+COMPLETED_REASON = "completed"
+"""A step after the monitor completed (``until``/``stopAfter``/``stopWhen``): not
+evaluated, as the engine would not poll it."""
+REASONS = frozenset({*(str(r) for r in conditions.Reason), ERROR_REASON, COMPLETED_REASON})
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +64,7 @@ class StepResult:
     signature: str = ""
     summary: str = ""
     mismatch: str | None = None
+    completed: str | None = None
 
 
 def parse(doc: Any, *, file: str) -> list[Step]:
@@ -102,30 +111,48 @@ def parse(doc: Any, *, file: str) -> list[Step]:
     return steps
 
 
-def replay(monitor: Monitor, steps: list[Step]) -> list[StepResult]:
+def replay(monitor: Monitor, steps: list[Step], *,
+           on_error: str = outage.IGNORE) -> list[StepResult]:
     """Run ``steps`` through ``conditions.decide`` from an empty state.
+
+    Args:
+        on_error: the monitor's effective ``condition.onError``
+            (``sources.registry.on_error``): with ``observe`` an ``error:`` step is
+            the error observation the engine would make (``outage.parse_step``).
 
     Raises:
         re.error: a condition regex does not compile.
     """
     state: dict[str, Any] | None = None
     out: list[StepResult] = []
+    fires, done = 0, None
+    life = monitor.lifecycle
     for step in steps:
-        if step.error is not None:
+        ended: str | None = None
+        if done is not None:
+            fire, reason, sig, summary = False, COMPLETED_REASON, "", done
+        elif step.error is not None and on_error != outage.OBSERVE:
             fire, reason, sig, summary = False, ERROR_REASON, "", step.error
         else:
-            decision = conditions.decide(monitor, Observation(step.text or "", step.meta), state)
+            observation = (outage.parse_step(step.error) if step.error is not None
+                           else Observation(step.text or "", step.meta))
+            decision = conditions.decide(monitor, observation, state)
             if decision.persist:
                 state = decision.state
             fire, reason = decision.fire, str(decision.reason)
             sig, summary = decision.signature, decision.summary
+            if life is not None:
+                fires += fire
+                ended = done = lifecycle.outcome(
+                    replace(life, until_at=None, until_after=None),
+                    lifecycle.Progress(0.0, fires), now=0.0, observation=observation.text)
         problems = []
         if step.fire is not None and step.fire != fire:
             problems.append(f"expected fire: {_yn(step.fire)}, got {_yn(fire)}")
         if step.reason is not None and step.reason != reason:
             problems.append(f"expected reason {step.reason!r}, got {reason!r}")
         out.append(StepResult(step, fire, reason, sig, summary,
-                              "; ".join(problems) if problems else None))
+                              "; ".join(problems) if problems else None, ended))
     return out
 
 

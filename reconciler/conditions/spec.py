@@ -26,8 +26,13 @@ PID_EXIT_MATCH = "^exited$"
 
 _BY_VALUE = {m.value: m for m in ConditionMode}  # faster than ConditionMode(value)
 
-KEYS = ("mode", "match", "dedupeKey", "ignore")
+KEYS = ("mode", "match", "dedupeKey", "ignore", "onError", "fireAfter", "resolveAfter",
+        "resolve")
 """The normalized keys in their written order (``to_json``, the YAML writer)."""
+
+OPTIONAL_KEYS = ("onError", "fireAfter", "resolveAfter", "resolve")
+"""Keys ``to_json`` writes only when set, so that monitors which do not use them keep
+the fingerprint they had before the keys existed (no new baseline on upgrade)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,12 +45,32 @@ class Condition:
         dedupe_key: the ``dedupeKey`` regex whose first match (group 1 when it has
             groups) is the signature, or None for the whole text.
         ignore: regexes removed from the observation, in order, before anything else.
+        on_error: ``observe`` or ``ignore`` (``outage.ON_ERROR``): whether a check
+            error becomes the observation ``error: <kind>: <message>``; None for the
+            source type's default (``sources.registry.on_error``; ``config.normalize``
+            stores None when the value written equals that default).
+        fire_after: ``(count, within)``: an episode opens when ``count`` of the last
+            ``within`` checks satisfy the condition (``fireAfter``; ``{consecutive: N}``
+            is ``(N, N)``); None: at the first one.
+        resolve_after: consecutive checks that do not satisfy the condition before an
+            open episode closes (``resolveAfter.consecutive``); None: 1.
+        resolve: fire again, with ``kind: resolved``, when an episode closes.
     """
 
     mode: ConditionMode = DEFAULT_MODE
     match: str | None = None
     dedupe_key: str | None = None
     ignore: tuple[str, ...] = ()
+    on_error: str | None = None
+    fire_after: tuple[int, int] | None = None
+    resolve_after: int | None = None
+    resolve: bool = False
+
+    @property
+    def episodes(self) -> bool:
+        """True when decisions go through episodes (``conditions.episode``): a
+        threshold or a resolve notice is configured."""
+        return self.fire_after is not None or self.resolve_after is not None or self.resolve
 
 
 DEDUPE_KEY = AddFlag("--dedupe-key", "RE", "The first match of RE is the event signature.")
@@ -85,16 +110,45 @@ def normalize(raw: Mapping[str, Any] | None, *, source_type: str) -> Condition:
         match=raw.get("match"),
         dedupe_key=raw.get("dedupeKey"),
         ignore=tuple(raw.get("ignore") or ()),
+        on_error=raw.get("onError"),
+        fire_after=_fire_after(raw.get("fireAfter")),
+        resolve_after=_consecutive(raw.get("resolveAfter")),
+        resolve=bool(raw.get("resolve", False)),
     )
+
+
+def _fire_after(raw: Any) -> tuple[int, int] | None:
+    """``(count, within)`` of a schema-valid ``fireAfter`` mapping (None when absent)."""
+    if not isinstance(raw, Mapping):
+        return None
+    if "consecutive" in raw:
+        n = int(raw["consecutive"])
+        return n, n
+    return int(raw["count"]), int(raw["within"])
+
+
+def _consecutive(raw: Any) -> int | None:
+    return int(raw["consecutive"]) if isinstance(raw, Mapping) else None
 
 
 def to_json(spec: Condition) -> dict[str, Any]:
     """The normalized mapping the fingerprint hashes (camelCase keys, ``KEYS`` order)::
 
         {"mode": "match", "match": "fail", "dedupeKey": None, "ignore": []}
+
+    ``OPTIONAL_KEYS`` appear only when set (``"onError": "observe"``).
     """
-    return {"mode": spec.mode.value, "match": spec.match, "dedupeKey": spec.dedupe_key,
-            "ignore": list(spec.ignore)}
+    out: dict[str, Any] = {"mode": spec.mode.value, "match": spec.match,
+                           "dedupeKey": spec.dedupe_key, "ignore": list(spec.ignore)}
+    if spec.on_error is not None:
+        out["onError"] = spec.on_error
+    if spec.fire_after is not None:
+        out["fireAfter"] = {"count": spec.fire_after[0], "within": spec.fire_after[1]}
+    if spec.resolve_after is not None:
+        out["resolveAfter"] = {"consecutive": spec.resolve_after}
+    if spec.resolve:
+        out["resolve"] = True
+    return out
 
 
 def check_regexes(raw: Mapping[str, Any]) -> list[Finding]:
@@ -110,6 +164,20 @@ def check_regexes(raw: Mapping[str, Any]) -> list[Finding]:
         if isinstance(pattern, str):
             out.extend(regex(("condition", "ignore", i), pattern))
     return out
+
+
+def check_thresholds(raw: Mapping[str, Any]) -> list[Finding]:
+    """A ``bad-threshold`` finding when ``fireAfter.count`` exceeds ``fireAfter.within``
+    (the episode could never open). The schema refuses thresholds outside ``match``."""
+    fire_after = raw.get("fireAfter")
+    if not isinstance(fire_after, Mapping):
+        return []
+    count, within = fire_after.get("count"), fire_after.get("within")
+    if isinstance(count, int) and isinstance(within, int) and count > within:
+        return [Finding(("condition", "fireAfter", "count"),
+                        f"count {count} is larger than within {within}: the episode "
+                        f"could never open", "bad-threshold")]
+    return []
 
 
 def regex(path: tuple[str | int, ...], pattern: str) -> list[Finding]:

@@ -9,12 +9,14 @@ fingerprint stable. Input must already be schema-valid; semantic checks
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from reconciler import durations
 from reconciler.actions import registry as actions_registry
+from reconciler.conditions import lifecycle
 from reconciler.conditions import spec as condition_spec
 from reconciler.conditions.spec import Condition
 from reconciler.config import fingerprint
@@ -58,8 +60,15 @@ def source_from_json(data: Mapping[str, Any]) -> source_types.SourceSpec:
 
 
 def condition(raw: Mapping[str, Any] | None, *, source_type: str) -> Condition:
-    """The typed condition (``conditions.spec.normalize``: defaults live there)."""
-    return condition_spec.normalize(raw, source_type=source_type)
+    """The typed condition (``conditions.spec.normalize``: defaults live there).
+
+    An ``onError`` equal to the source type's default (``sources.registry.ON_ERROR``)
+    is stored as None, so writing the default out or leaving it implicit is one
+    fingerprint."""
+    cond = condition_spec.normalize(raw, source_type=source_type)
+    if cond.on_error is not None and cond.on_error == source_types.ON_ERROR.get(source_type):
+        cond = dataclasses.replace(cond, on_error=None)
+    return cond
 
 
 def action(raw: Mapping[str, Any]) -> actions_registry.ActionSpec:
@@ -119,4 +128,5 @@ def monitor(
         allow_duplicate=bool(doc.get("allowDuplicate", False)),
         description=str(doc.get("description", "")),
         line=line,
+        lifecycle=lifecycle.normalize(doc),
     )

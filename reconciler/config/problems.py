@@ -42,6 +42,9 @@ RULES: dict[str, str] = {
                       "fleet file lists a device twice",
     "duplicate-fingerprint": "two monitors watch, decide and do the same thing",
     "bad-regex": "a regex (match, dedupeKey, ignore) does not compile with Python re",
+    "bad-threshold": "condition.fireAfter asks for more matching checks (count) than it "
+                     "looks at (within)",
+    "bad-select": "a source.select JMESPath expression does not compile",
     "bad-duration": "a duration does not parse (500ms, 30s, 5m, 8h, 1d or integer seconds) "
                     "or is longer than 3650d",
     "interval-range": "an interval outside 500ms..7d",
@@ -53,7 +56,8 @@ RULES: dict[str, str] = {
     "channel-url": "a channel's URL is not one Apprise accepts (checked without sending; "
                    "${NAME} parts stand in as placeholders)",
     "bad-until": "an overlay's pause.until is not an ISO-8601 date-time with a time zone, "
-                 "or is later than 9000-01-01T00:00:00Z or earlier than 1970-01-01T00:00:00Z",
+                 "or is later than 9000-01-01T00:00:00Z or earlier than 1970-01-01T00:00:00Z; "
+                 "or a monitor's until is neither such a date-time nor a duration",
     "overlay-orphan": "an overlay names a monitor that no layer defines",
     "overlay-expired": "an overlay's pause has expired (the monitor runs again)",
     "shadowed-redundant": "a user monitor repeats the built-in it shadows (delete it)",
@@ -70,6 +74,8 @@ RULES: dict[str, str] = {
     "missing-layer": "the user layer, or a layer directory [layers] names, does not exist",
     "unsafe-permissions": "a file that can run commands (or monitors.toml with agents or "
                           "routines) is writable by, or owned by, another user",
+    "completed": "a monitor that ended itself (until, stopAfter, stopWhen) still has its "
+                 "file (`monitors remove --completed` removes it)",
     "internal-error": "a bug in monitors while checking this file (please report it); the "
                       "file counts as invalid and every other file is checked as usual",
 }

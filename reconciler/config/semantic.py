@@ -22,6 +22,7 @@ from typing import Any
 
 from reconciler import durations, templates
 from reconciler.actions import registry as actions_registry
+from reconciler.conditions import lifecycle
 from reconciler.conditions import registry as condition_registry
 from reconciler.config import problems as P
 from reconciler.config.problems import Problem
@@ -68,6 +69,7 @@ def check(doc: Document, *, stem: str) -> list[Problem]:
     condition = data.get("condition")
     if isinstance(condition, dict):
         out.extend(_findings(doc, condition_registry.check(condition)))
+    out.extend(_findings(doc, lifecycle.check(data)))
     action = data.get("action")
     if isinstance(action, dict):
         for key in actions_registry.template_fields():

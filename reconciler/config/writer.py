@@ -57,7 +57,8 @@ UNSET: Final = Unset.TOKEN
 
 TOP_ORDER = (
     "apiVersion", "name", "description", "enabled", "source", "condition", "action",
-    "labels", "device", "devices", "sharedInput", "rateLimit", "allowDuplicate",
+    "until", "stopAfter", "stopWhen", "labels", "device", "devices", "sharedInput",
+    "rateLimit", "allowDuplicate",
 )
 CONDITION_ORDER = condition_spec.KEYS
 ACTION_ORDER = actions_registry.KEY_ORDER

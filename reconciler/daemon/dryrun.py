@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from reconciler import conditions, errors, events
+from reconciler.conditions import outage
 from reconciler.daemon import clock as clock_mod
 from reconciler.daemon.polls import load_state, make_event
 from reconciler.model import Monitor, Observation
@@ -25,8 +26,10 @@ class DryRun:
 
     Attributes:
         monitor: the monitor.
-        observation: what the source saw (None on a check error).
-        decision: the decision against the stored state (None on a check error).
+        observation: what the source saw (None on a check error, unless
+            ``condition.onError`` observes it: then the error observation).
+        decision: the decision against the stored state (None on an unobserved
+            check error).
         event: the event a fire would send (built even when it would not fire).
         previous: the stored condition state it was judged against.
         error: the check error's one line, or why the monitor would not run.
@@ -58,16 +61,22 @@ async def dry_run(monitor: Monitor, *, store: store_mod.Store, ctx: SourceContex
     if monitor.source_type in source_types.NOT_EVALUATED:
         return DryRun(monitor, previous=previous, error=push.not_evaluated(monitor),
                       paused=paused)
+    check_error: str | None = None
     try:
         observation = ctx.redactor.observation(await source_types.observe(monitor, ctx))
     except errors.SourceError as e:
-        return DryRun(monitor, previous=previous, error=ctx.redactor.redact(str(e)),
-                      paused=paused)
+        check_error = ctx.redactor.redact(str(e))
+        observed = outage.observation(source_types.on_error(monitor), e.kind,
+                                      str(e.args[0]) if e.args else "", permanent=e.permanent)
+        if observed is None:
+            return DryRun(monitor, previous=previous, error=check_error, paused=paused)
+        observation = ctx.redactor.observation(observed)
     try:
         decision = conditions.decide(monitor, observation, previous)
     except re.error as e:
         return DryRun(monitor, observation, previous=previous,
                       error=f"config: condition regex does not compile: {e}", paused=paused)
     event = make_event(monitor, decision, observation, at=clock.time())
-    return DryRun(monitor, observation, decision, event, previous, paused=paused)
+    return DryRun(monitor, observation, decision, event, previous, error=check_error,
+                  paused=paused)
 

@@ -6,7 +6,9 @@ Promises:
 
 * **One scheduler, spread out.** Polled monitors sit in one heap
   (``scheduler.Scheduler``). A monitor polls right after ``start`` and then every
-  interval. Monitors started in the same loop iteration (a daemon restart, a large
+  interval; a restarted one whose last check is less than an interval old (same
+  fingerprint) first waits for the rest of it (``state.resume``). Monitors
+  started in the same loop iteration (a daemon restart, a large
   apply) have their first polls offset by a deterministic fraction (a CRC-32 of the
   name) of a window sized for ``FIRST_POLL_RATE`` first polls per second, capped at
   the interval: one new monitor polls at once, a thousand spread over five seconds.
@@ -20,7 +22,8 @@ Promises:
   then is the dispatcher called. The fire record is the commit point: after a
   crash between the two writes, ``start`` rolls ``state.json`` forward from it.
   If a write fails, the fire record is removed and the stored state is exactly as
-  it was. Check errors never change the condition state.
+  it was. Check errors never change the condition state, unless the monitor's
+  ``condition.onError`` is ``observe`` (``conditions.outage``).
 * **Cheap heartbeats.** Liveness is counted in memory and flushed every
   ``state.store.LIVENESS_FLUSH_INTERVAL`` seconds in a worker thread; durable
   writes always run in worker threads, never on the loop. The one exception to
@@ -32,6 +35,9 @@ Promises:
   webhook: validated but not evaluated yet) or a permanent source error parks the
   monitor: it stays in ``running()`` with its reason in ``parked``; it is not polled.
 * A monitor auto-paused by the rate-limit guard (``Store.autopause``) is not polled.
+* A self-ending monitor (``until``/``stopAfter``/``stopWhen``) that completes is parked
+  with ``completed (reason)``, recorded in ``lifecycle.json``, and parked at once when
+  started again under the same key (``conditions.lifecycle``).
 * **Secrets are redacted first.** Every observation and check error is redacted
   with the shared ``ctx.redactor`` before the condition sees it, so no signature,
   state, event, liveness error or view holds a registered secret.
@@ -61,6 +67,7 @@ from reconciler.sources import registry as source_types
 if TYPE_CHECKING:
     from reconciler.sources.context import SourceContext
 from reconciler.state import records
+from reconciler.state import resume as resume_mod
 from reconciler.state import store as store_mod
 
 log = logging.getLogger("monitors.engine")
@@ -86,12 +93,15 @@ class Engine(Pipeline):
         clock: due times and intervals (``monotonic``), timestamps in state and events
             (``time``), the liveness flush's sleep; ``daemon.clock.REAL`` by default.
         flush_interval: seconds between liveness flushes.
+        resume: a restarted monitor whose last check is less than an interval old
+            waits for the rest of it (``state.resume``); off for ``run --once``.
     """
 
     def __init__(self, store: store_mod.Store, dispatcher: events.Dispatcher, *,
                  ctx: SourceContext, guard: events.Guard | None = None,
                  clock: clock_mod.Clock = clock_mod.REAL,
-                 flush_interval: float = store_mod.LIVENESS_FLUSH_INTERVAL) -> None:
+                 flush_interval: float = store_mod.LIVENESS_FLUSH_INTERVAL,
+                 resume: bool = True) -> None:
         self.store = store
         self.dispatcher = dispatcher
         self.ctx = ctx
@@ -107,6 +117,7 @@ class Engine(Pipeline):
         self._batch: asyncio.Handle | None = None
         self._closed = False
         self._first_flush: asyncio.Future[None] | None = None
+        self.resume = resume
 
     # -- public API -----------------------------------------------------------
 
@@ -149,6 +160,8 @@ class Engine(Pipeline):
             self._park(entry, str(e))
             log.warning("%s: not run: %s", monitor.name, e)
             return
+        if monitor.lifecycle is not None and await self._begin_life(entry):
+            return  # completed under its current fingerprint and end conditions
         if source_types.is_stream(monitor):
             entry.stream = loop.create_task(self._run_stream(entry),
                                             name=f"monitor:{monitor.name}")
@@ -306,6 +319,7 @@ class Engine(Pipeline):
         batch = [e for e in batch if self._entries.get(e.monitor.name) is e and not e.parked]
         if not batch or self._scheduler is None:
             return
+        batch = [e for e in batch if not self._resume(e)]
         pending = self._first_pending + len(batch)
         now = self.clock.monotonic()
         for entry in batch:
@@ -314,6 +328,27 @@ class Engine(Pipeline):
             window = min(entry.monitor.source.interval or 0.0, pending / FIRST_POLL_RATE)
             self._scheduler.schedule(entry.monitor.name,
                                      now + offset_fraction(entry.monitor.name) * window)
+
+    def _resume(self, entry: Entry) -> bool:
+        """Schedule a restarted monitor's first poll after the rest of its interval
+        (``state.resume``) and report its last check as its first poll; False when it
+        must poll now (overdue, never checked, a new identity, ``resume`` off)."""
+        monitor = entry.monitor
+        previous = entry.previous
+        if (not self.resume or self._scheduler is None or previous is None
+                or previous.get("fingerprint") != monitor.fingerprint):
+            return False
+        last, error = self.store.last_check(monitor.name)
+        delay = resume_mod.first_poll_delay(last, monitor.source.interval or 0.0,
+                                        self.clock.time(), offset_fraction(monitor.name))
+        if delay is None:
+            return False
+        self._scheduler.schedule(monitor.name, self.clock.monotonic() + delay)
+        if not entry.first.done():
+            entry.first.set_result(FirstPoll(error is None, error))
+        log.info("%s: schedule kept: next poll in %.1fs (last check %.1fs ago)",
+                 monitor.name, delay, self.clock.time() - (last or 0.0))
+        return True
 
     def _on_due(self, name: MonitorName, due: float) -> None:
         """Scheduler callback: start a poll unless one is running; schedule the next."""

@@ -160,11 +160,13 @@ class Tracker:
         return self.current
 
     def cached(self, target: gitfollow.Target, autopaused: Mapping[MonitorName, str],
-               last_good: Mapping[MonitorName, Monitor]) -> snapshot.Snapshot | None:
-        """The snapshot made for the same commit, local settings and auto-pauses, when
+               last_good: Mapping[MonitorName, Monitor],
+               completed: Mapping[MonitorName, tuple[str, str]]) -> snapshot.Snapshot | None:
+        """The snapshot made for the same commit, local settings, auto-pauses and
+        completions (``Store.completions``), when
         the last applied versions of its invalid monitors are still the ones it used
         and no pause has expired since; else None."""
-        if self._snap is None or self._snap[0] != self._key(target, autopaused):
+        if self._snap is None or self._snap[0] != self._key(target, autopaused, completed):
             return None
         snap = self._snap[1]
         for name in snap.desired.invalid:
@@ -179,16 +181,18 @@ class Tracker:
         return snap
 
     def remember(self, target: gitfollow.Target, autopaused: Mapping[MonitorName, str],
-                 last_good: Mapping[MonitorName, Monitor], snap: snapshot.Snapshot
+                 last_good: Mapping[MonitorName, Monitor],
+                 completed: Mapping[MonitorName, tuple[str, str]], snap: snapshot.Snapshot
                  ) -> snapshot.Snapshot:
         """``snapshot.at_commit`` of ``snap`` (files named as in the repository), kept for
         ``cached``; returned."""
         snap = snapshot.at_commit(snap, target.settings.root, self.follower.cfg.root,
                                   target.commit)
-        self._snap = (self._key(target, autopaused), snap)
+        self._snap = (self._key(target, autopaused, completed), snap)
         return snap
 
     @staticmethod
-    def _key(target: gitfollow.Target, autopaused: Mapping[MonitorName, str]
-             ) -> tuple[Any, ...]:
-        return target.commit, id(target.settings.toml), tuple(sorted(autopaused.items()))
+    def _key(target: gitfollow.Target, autopaused: Mapping[MonitorName, str],
+             completed: Mapping[MonitorName, tuple[str, str]]) -> tuple[Any, ...]:
+        return (target.commit, id(target.settings.toml), tuple(sorted(autopaused.items())),
+                tuple(sorted(completed.items())))

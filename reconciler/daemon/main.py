@@ -167,6 +167,7 @@ class Daemon:
         self.registry.daemon_started_at = timestamps.utc_seconds()
         self.parts = self.reconciler.parts = parts_mod.build(
             self.cfg, self.registry, redactor=self.redactor, on_autopause=self._autopaused_now)
+        self.parts.engine.resume = not self.options.once  # --once polls every monitor now
         server: control.ControlServer | None = None
         watcher: watch.Watcher | None = None
         rc = 0

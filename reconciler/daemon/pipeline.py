@@ -4,7 +4,9 @@
 (the other half starts, stops and schedules monitors). Its promises are the
 engine's (see ``daemon.evaluator``): persist before dispatch (the fire record is the
 commit point, a failed write leaves the stored state as it was), check errors never
-change the condition state, a permanent source error parks the monitor, every
+change the condition state unless ``condition.onError`` is ``observe`` (then the
+error is the observation ``conditions.outage`` makes of it, and still counts as a
+failed check for liveness and drought), a permanent source error parks the monitor, every
 observation and error is redacted before the condition sees it, and the first
 check of a started evaluator is flushed to ``liveness.json`` at once.
 """
@@ -19,6 +21,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from reconciler import conditions, errors, events, sources
+from reconciler.conditions import lifecycle, outage
 from reconciler.daemon import clock as clock_mod
 from reconciler.daemon.polls import Entry, FirstPoll, PollResult, Stats, make_event
 from reconciler.model import MonitorName, Observation
@@ -65,7 +68,7 @@ class Pipeline:
             # Every source enforces its own ``timeout`` (no second timer per poll here).
             observation = await source_types.observe(monitor, self.ctx)
         except errors.SourceError as e:
-            return await self._check_failed(entry, e)
+            return await self._failed(entry, e)
         except Exception as e:  # a bug in a source: count it, keep running
             log.exception("%s: source raised", monitor.name)
             return await self._check_failed(entry, errors.SourceError(
@@ -93,6 +96,51 @@ class Pipeline:
         except Exception:  # the periodic flush retries; never fail a poll over it
             log.exception("liveness flush after a first check failed")
 
+    async def _failed(self, entry: Entry, error: errors.SourceError) -> PollResult:
+        """A source's check error: evaluated as an observation when the monitor's
+        ``onError`` says so (``conditions.outage``), else a plain check error."""
+        observation = outage.observation(
+            source_types.on_error(entry.monitor), error.kind,
+            str(error.args[0]) if error.args else "", permanent=error.permanent)
+        if observation is None:
+            return await self._check_failed(entry, error)
+        return await self._evaluate(entry, observation,
+                                    error=self.ctx.redactor.redact(str(error)))
+
+    async def _begin_life(self, entry: Entry) -> bool:
+        """At start: record a self-ending monitor's first start (``state.lifecycle``), or
+        park it when it completed under its current key. True when parked."""
+        monitor = entry.monitor
+        record = await asyncio.to_thread(self.store.begin_lifecycle, monitor.name,
+                                         lifecycle.key(monitor), self.clock.time())
+        done = record.get("completed")
+        if done:
+            self._park(entry, f"completed ({done.get('reason')})")
+            log.info("%s: not started: %s", monitor.name, entry.parked)
+        return bool(done)
+
+    async def _life_after(self, entry: Entry, text: str | None, fired: bool) -> None:
+        """After a check of a self-ending monitor: count a fire, then complete it (record,
+        park: it stops polling) when ``conditions.lifecycle.outcome`` says so."""
+        monitor, spec = entry.monitor, entry.monitor.lifecycle
+        assert spec is not None
+        record = (await asyncio.to_thread(self.store.count_lifecycle_fire, monitor.name)
+                  if fired else self.store.lifecycle(monitor.name))
+        if record is None or record.get("completed"):
+            return
+        at = self.clock.time()
+        reason = lifecycle.outcome(spec, lifecycle.Progress(float(record.get("startedAt") or at),
+                                                            int(record.get("fires") or 0)),
+                                   now=at, observation=text)
+        if reason is None:
+            return
+        try:
+            await asyncio.to_thread(self.store.complete, monitor.name, reason, at)
+        except (OSError, errors.StateError) as e:
+            log.warning("%s: cannot record its completion: %s", monitor.name, e)
+        self._park(entry, f"completed ({reason})")
+        log.info("%s: completed (%s); it polls no more", monitor.name, reason)
+
     async def _check_failed(self, entry: Entry, error: errors.SourceError) -> PollResult:
         name = entry.monitor.name
         message = self.ctx.redactor.redact(str(error))
@@ -108,13 +156,17 @@ class Pipeline:
                 await self.guard.after_check(entry.monitor, ok=False, error=message)
             except Exception:
                 log.exception("%s: guard.after_check failed", name)
+        if entry.monitor.lifecycle is not None and entry.parked is None:
+            await self._life_after(entry, None, False)
         return PollResult(name, error=message)
 
-    async def _evaluate(self, entry: Entry, observation: Observation) -> PollResult:
+    async def _evaluate(self, entry: Entry, observation: Observation,
+                        error: str | None = None) -> PollResult:
         """Decide; when something must be stored, persist and dispatch in a task that a
         stop cannot cancel half-way (``asyncio.shield``); else just heartbeat.
         The observation is redacted first: signatures, state, events and views never
-        hold a registered secret."""
+        hold a registered secret. ``error`` (redacted): the check error an error
+        observation stands for (the check counts as failed)."""
         monitor = entry.monitor
         at = self.clock.time()
         observation = self.ctx.redactor.observation(observation)
@@ -131,14 +183,14 @@ class Pipeline:
                 event = None
         if decision.persist or event is not None:
             commit = asyncio.ensure_future(
-                self._persist(entry, observation, decision, event, at))
+                self._persist(entry, observation, decision, event, at, error))
             entry.commit = commit
             return await asyncio.shield(commit)
-        return await self._checked(entry, observation, decision, None, at)
+        return await self._checked(entry, observation, decision, None, at, error)
 
     async def _persist(self, entry: Entry, observation: Observation,
                        decision: conditions.Decision, event: events.Event | None,
-                       at: float) -> PollResult:
+                       at: float, error: str | None = None) -> PollResult:
         """Durable writes (worker thread), then heartbeat and dispatch."""
         state = {**decision.state, "updatedAt": store_mod.iso(at)}
         if event is not None:
@@ -155,21 +207,23 @@ class Pipeline:
             return await self._check_failed(entry, errors.SourceError(
                 f"cannot write state: {e.strerror or e}", kind="state"))
         entry.previous = state
-        return await self._checked(entry, observation, decision, event, at)
+        return await self._checked(entry, observation, decision, event, at, error)
 
     async def _checked(self, entry: Entry, observation: Observation,
                        decision: conditions.Decision, event: events.Event | None,
-                       at: float) -> PollResult:
-        """A good check: heartbeat, first poll, guard, then the dispatch."""
+                       at: float, error: str | None = None) -> PollResult:
+        """A decided check: heartbeat, first poll, guard, then the dispatch. ``error``:
+        the check failed (an error observation): liveness and drought count it so."""
         monitor = entry.monitor
+        ok = error is None
         entry.polls += 1
-        self.store.record_check(monitor.name, ok=True, error=None, at=at)
+        self.store.record_check(monitor.name, ok=ok, error=error, at=at)
         await self._flush_first(entry)
         if entry.counted or not entry.first.done():
-            self._first_done(entry, FirstPoll(True))
+            self._first_done(entry, FirstPoll(ok, error))
         if self.guard is not None:
             try:
-                await self.guard.after_check(monitor, ok=True, error=None)
+                await self.guard.after_check(monitor, ok=ok, error=error)
             except Exception:
                 log.exception("%s: guard.after_check failed", monitor.name)
         if event is not None:
@@ -178,7 +232,9 @@ class Pipeline:
                 await self.dispatcher.dispatch(monitor, event)
             except Exception:  # the Dispatcher contract says never; keep running anyway
                 log.exception("%s: dispatcher raised for %s", monitor.name, event.id)
-        return PollResult(monitor.name, observation, decision, event)
+        if monitor.lifecycle is not None:
+            await self._life_after(entry, observation.text, event is not None)
+        return PollResult(monitor.name, observation, decision, event, error)
 
     def _commit(self, name: str, state: Mapping[str, Any], event: events.Event | None,
                 at: float) -> None:
@@ -203,7 +259,7 @@ class Pipeline:
                     self._first_done(entry, FirstPoll(True))
                     continue
                 if isinstance(item, errors.SourceError):
-                    await self._check_failed(entry, item)
+                    await self._failed(entry, item)
                     if entry.parked:
                         return
                     continue

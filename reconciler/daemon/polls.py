@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from reconciler import conditions, events
+from reconciler.conditions import diff
 from reconciler.model import Monitor, MonitorName, Observation
 from reconciler.state import records
 from reconciler.state import store as store_mod
@@ -79,6 +80,10 @@ def make_event(monitor: Monitor, decision: conditions.Decision, observation: Obs
         meta=dict(observation.meta),
         groups=decision.groups,
         reason=str(decision.reason),
+        kind="resolved" if decision.reason is conditions.Reason.RESOLVED else "fired",
+        previous=None if decision.previous is None
+        else decision.previous[: events.EXCERPT_CHARS],
+        diff=diff.unified(decision.previous, decision.observation[: events.EXCERPT_CHARS]),
     )
 
 

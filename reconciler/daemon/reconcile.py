@@ -109,6 +109,8 @@ class Reconciler:
         """``snapshot.read`` with the auto-pauses of the state directory (a worker thread:
         both list and read files)."""
         return snapshot.read(self.cfg, last_good=last_good, autopaused=self._autopaused(),
+                             completed=None if self.parts is None
+                             else self.parts.store.completions(),
                              with_git=with_git)
 
     def register_secrets(self, snap: snapshot.Snapshot) -> None:
@@ -226,13 +228,14 @@ class Reconciler:
         if target is None:
             return None
         autopaused, last_good = self._autopaused(), self._last_good()
-        snap = self.git.cached(target, autopaused, last_good)
+        completed = {} if self.parts is None else self.parts.store.completions()
+        snap = self.git.cached(target, autopaused, last_good, completed)
         if snap is not None:
             return snap
         self._configure(target.settings)
         snap = snapshot.read(target.settings, last_good=last_good, autopaused=autopaused,
-                             with_git=False)
-        return self.git.remember(target, autopaused, last_good, snap)
+                             completed=completed, with_git=False)
+        return self.git.remember(target, autopaused, last_good, completed, snap)
 
     def _configure(self, cfg: settings.Settings) -> None:
         """Give the dispatcher and sources the commit's shared settings (channels,

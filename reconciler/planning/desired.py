@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from reconciler.conditions import lifecycle
 from reconciler.config import fingerprint as fingerprint_mod
 from reconciler.model import Monitor, MonitorName
 from reconciler.planning.diff import Exclusion
@@ -121,6 +122,7 @@ def desired_set(
     invalid: Mapping[MonitorName, str] | None = None,
     last_good: Mapping[MonitorName, Monitor] | None = None,
     autopaused: Mapping[MonitorName, str] | None = None,
+    completed: Mapping[MonitorName, tuple[str, str]] | None = None,
 ) -> Desired:
     """Select what this device runs: enabled, not paused, owned here, not auto-paused.
 
@@ -131,6 +133,9 @@ def desired_set(
         last_good: name -> the last applied valid version (running registry);
             an invalid monitor with one stays desired as that version.
         autopaused: name -> why the rate-limit guard auto-paused it (running state).
+        completed: name -> ``(key, reason)`` of a completed self-ending monitor
+            (``Store.completions``): excluded while its ``conditions.lifecycle.key``
+            is that key.
 
     Duplicates (``held_duplicates``) are held: kept at their last applied version
     when they have one (``Desired.duplicates`` says why), else excluded as ``duplicate``.
@@ -138,6 +143,7 @@ def desired_set(
     invalid = dict(invalid or {})
     last_good = last_good or {}
     autopaused = autopaused or {}
+    completed = completed or {}
     desired: dict[MonitorName, Monitor] = {}
     excluded: dict[MonitorName, Exclusion] = {}
     for name, monitor in monitors.items():
@@ -154,6 +160,10 @@ def desired_set(
             continue
         if name in autopaused:
             excluded[name] = Exclusion("autopaused", f"auto-paused: {autopaused[name]}")
+            continue
+        done = completed.get(name)
+        if done is not None and done[0] == lifecycle.key(monitor):
+            excluded[name] = Exclusion("completed", f"completed ({done[1]})")
             continue
         desired[name] = monitor
     duplicates: dict[MonitorName, str] = {}

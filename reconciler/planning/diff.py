@@ -6,8 +6,8 @@ running, each with its action and the reason for it:
 ========== ==================================================================
 ``start``   desired, not running (``+``)
 ``stop``    running, not desired (``-``): removed file, paused, disabled, owner elsewhere
-``replace`` fingerprint changed (``-/+``): the old evaluator stops, the new one starts
-            from a new baseline
+``replace`` fingerprint changed (``-/+``): the old evaluator stops, the new one starts,
+            with the baseline kept or a new one (``conditions.baseline.verdict``)
 ``update``  only non-identity fields changed (``~``, e.g. ``rateLimit``): in place,
             baseline kept
 ``rename``  a stopped name and a started name share one fingerprint: state carried over
@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reconciler.conditions import baseline
 from reconciler.conditions import spec as condition_spec
 from reconciler.model import Fingerprint, Monitor, MonitorName
 from reconciler.state import registry
@@ -268,7 +269,8 @@ def diff(
                                    "file is invalid: its last applied valid version keeps running",
                                    monitor=want, old=have, error=error)
         elif want.fingerprint != have.fingerprint:
-            changes[name] = Change(ChangeKind.REPLACE, name, "fingerprint changed: new baseline",
+            changes[name] = Change(ChangeKind.REPLACE, name,
+                                   "fingerprint changed: " + baseline.verdict(have, want).why,
                                    monitor=want, old=have, fields=replace_changes(have, want))
         elif registry.config_hash(want) != registry.config_hash(have):
             fields = update_changes(have, want)

@@ -29,7 +29,7 @@ from reconciler.planning.diff import Change, ChangeKind, Exclusion
 PLAN_FORMAT = "monitors-plan"
 PLAN_VERSION = 1
 MASS_STOP_MIN = 5
-DELIBERATE = frozenset({"paused", "disabled", "autopaused"})
+DELIBERATE = frozenset({"paused", "disabled", "autopaused", "completed"})
 """Exclusion kinds whose stops are deliberate: not counted by the mass-stop guard."""
 
 

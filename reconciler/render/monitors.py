@@ -10,6 +10,7 @@ import shutil
 from typing import Any
 
 from reconciler import durations
+from reconciler.conditions import diff
 
 DURATION_KEYS = frozenset({"interval", "timeout", "backoff", "maxTime"})
 """Normalized spec keys holding seconds; shown as ``10s``/``5m`` in text (JSON keeps seconds)."""
@@ -212,14 +213,19 @@ def _spec_value(key: str, value: Any) -> str:
 
 
 def fire_line(record: dict[str, Any]) -> str:
-    """``<id>  <status>  <event summary>``."""
+    """``<id>  <status>  <event summary>``, then the first changed line of the event's
+    diff when it has one (``    +the line``)."""
     event = record.get("event") or {}
     summary = str(event.get("event", "")).replace("\n", " ")
     if len(summary) > 80:
         summary = summary[:77] + "..."
     reason = record.get("reason")
     tail = f"  ({reason})" if reason and record.get("status") != "succeeded" else ""
-    return f"{record.get('id', '?')}  {record.get('status', '?')!s:<11} {summary}{tail}"
+    line = f"{record.get('id', '?')}  {record.get('status', '?')!s:<11} {summary}{tail}"
+    change = diff.first_change(str(event.get("diff") or ""))
+    if change:
+        line += "\n    " + (change if len(change) <= 100 else change[:97] + "...")
+    return line
 
 
 def runs(name: str, records: list[dict[str, Any]]) -> str:

@@ -24,6 +24,7 @@ from reconciler.addflags import AddFlag
 from reconciler.findings import Finding
 from reconciler.model import Monitor, Observation
 from reconciler.sources import Started, StreamItem, fields
+from reconciler.sources import select as select_mod
 from reconciler.sources.fields import DEFAULT_MAX_BYTES, doc
 
 if TYPE_CHECKING:
@@ -60,6 +61,8 @@ class CommandSpec:
                          "kills and restarts the command.", 65536, default=DEFAULT_MAX_BYTES)
     backoff: float = doc("First restart delay after the command exits; doubles up to 60s.",
                          "1s", default=DEFAULT_BACKOFF)
+    select: str | None = doc(select_mod.DESCRIPTION.format(what="line"),
+                             select_mod.EXAMPLE, default=None, optional=True)
 
     @property
     def interval(self) -> None:
@@ -92,12 +95,13 @@ def normalize(raw: Mapping[str, Any]) -> CommandSpec:
         env=fields.strings(raw.get("env")),
         max_bytes=int(raw.get("maxBytes", DEFAULT_MAX_BYTES)),
         backoff=fields.dur(raw.get("backoff"), DEFAULT_BACKOFF),
+        select=raw.get("select"),
     )
 
 
 def check(raw: Mapping[str, Any]) -> list[Finding]:
-    """No checks beyond the shared ones (durations) for ``command``."""
-    return []
+    """``select`` compiles (``sources.select.check``); durations are checked by all."""
+    return select_mod.check(raw)
 
 
 ADD = AddFlag("--watch", "CMD", "Each stdout line of a long-running CMD.")
@@ -181,7 +185,14 @@ async def stream(monitor: Monitor, ctx: SourceContext) -> AsyncGenerator[StreamI
                         break
                     if not raw and stdout.at_eof():
                         break
-                    yield Observation(process.decode(raw).rstrip("\r"), {"pid": child.pid})
+                    line = Observation(process.decode(raw).rstrip("\r"), {"pid": child.pid})
+                    if spec.select is None:
+                        yield line
+                    else:
+                        try:
+                            yield select_mod.observation(spec.select, line)
+                        except errors.SourceError as e:
+                            yield e
                 if not too_long:
                     code = await child.wait_exit()
             finally:

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from reconciler.sources.context import SourceContext
 
 DEFAULT_INTERVAL = 60.0
+ON_ERROR = "observe"
+"""The default ``condition.onError``: an outage of the watched thing is its event."""
 TIMEOUT_CAP = 5.0
 """Seconds: the default ``timeout`` is the interval, at most this."""
 

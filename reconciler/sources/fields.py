@@ -32,7 +32,7 @@ S = TypeVar("S", bound=SpecLike)
 
 
 def doc(description: str, example: object, *, default: object = dataclasses.MISSING,
-        **kw: Any) -> Any:
+        optional: bool = False, **kw: Any) -> Any:
     """A dataclass field with schema documentation in its metadata.
 
     Args:
@@ -40,9 +40,11 @@ def doc(description: str, example: object, *, default: object = dataclasses.MISS
         example: one example value as written in YAML (schema ``examples``).
         default: the field default (also the schema ``default`` unless it is computed,
             i.e. a default of None documented in the description).
+        optional: ``to_json`` leaves the field out while it is None, so adding it
+            to a type keeps the fingerprints of monitors that do not use it.
         kw: passed on to ``dataclasses.field`` (``default_factory``).
     """
-    meta = {"description": description, "example": example}
+    meta = {"description": description, "example": example, "optional": optional}
     if default is dataclasses.MISSING:
         return dataclasses.field(metadata=meta, **kw)
     return dataclasses.field(default=default, metadata=meta, **kw)
@@ -63,17 +65,21 @@ def _plain(value: object) -> object:
 
 
 @functools.cache
-def _keys(cls: type) -> tuple[tuple[str, str], ...]:
-    """``(attribute, camelCase key)`` of a spec class's fields, in order."""
-    return tuple((f.name, camel(f.name)) for f in dataclasses.fields(cls))
+def _keys(cls: type) -> tuple[tuple[str, str, bool], ...]:
+    """``(attribute, camelCase key, optional)`` of a spec class's fields, in order."""
+    return tuple((f.name, camel(f.name), bool(f.metadata.get("optional")))
+                 for f in dataclasses.fields(cls))
 
 
 def to_json(spec: SpecLike) -> dict[str, Any]:
     """The normalized mapping of ``spec``: ``{"type": TYPE, <camelCase field>: value}``
-    in field order, tuples as lists (JSON-compatible; the fingerprint's input)."""
+    in field order, tuples as lists (JSON-compatible; the fingerprint's input); an
+    optional field (``doc(optional=True)``) only when it is not None."""
     out: dict[str, Any] = {"type": spec.TYPE}
-    for name, key in _keys(type(spec)):
+    for name, key, optional in _keys(type(spec)):
         value = getattr(spec, name)
+        if optional and value is None:
+            continue
         out[key] = _plain(value) if isinstance(value, tuple | Mapping) else value
     return out
 
@@ -86,7 +92,7 @@ def from_json(cls: type[S], data: Mapping[str, Any]) -> S:
     """
     kwargs: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
-        value = data[camel(f.name)]
+        value = data.get(camel(f.name)) if f.metadata.get("optional") else data[camel(f.name)]
         kwargs[f.name] = tuple(value) if isinstance(value, list) else value
     return cls(**kwargs)
 

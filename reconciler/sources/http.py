@@ -8,7 +8,9 @@
   registered with ``SourceContext.redactor`` (so an endpoint echoing it shows ``***``), and they
   are never printed (``redacted_headers`` for display; the URL is shown redacted in
   errors and ``meta.url``).
-* Redirects are not followed unless ``followRedirects: true``; TLS is verified.
+* Redirects are not followed unless ``followRedirects: true``; then each hop's status
+  and ``Location`` are in ``meta.redirects`` (``[{"status": 302, "location": ...}]``),
+  so a redirect to a status page that answers 200 can still be matched. TLS is verified.
 * DNS, connect, TLS, protocol and timeout failures are check errors whose message
   names the exception class; the body is capped at ``maxBytes`` (``truncated``).
 * A URL that cannot be requested at all (unparsable, no host, a port outside
@@ -31,6 +33,7 @@ from reconciler.addflags import AddFlag
 from reconciler.findings import Finding
 from reconciler.model import Monitor, Observation
 from reconciler.sources import fields
+from reconciler.sources import select as select_mod
 from reconciler.sources.fields import DEFAULT_MAX_BYTES, doc
 
 if TYPE_CHECKING:
@@ -39,6 +42,8 @@ if TYPE_CHECKING:
     from reconciler.sources.context import SourceContext
 
 DEFAULT_TIMEOUT = 10.0
+ON_ERROR = "observe"
+"""The default ``condition.onError``: an outage of the watched thing is its event."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -47,7 +52,8 @@ class HttpSpec:
 
     TYPE: ClassVar[str] = "poll-http"
     KEYS: ClassVar[tuple[str, ...]] = (
-        "type", "url", "interval", "timeout", "headers", "followRedirects", "maxBytes")
+        "type", "url", "interval", "timeout", "headers", "followRedirects", "maxBytes",
+        "select")
     """The key order of a written ``source`` mapping (``config.writer``)."""
 
     url: str = doc("The http:// or https:// URL to GET.", "https://example.com/health")
@@ -61,6 +67,9 @@ class HttpSpec:
                                  True, default=False)
     max_bytes: int = doc("Body cap in bytes (default 1 MiB); past it meta.truncated is true.",
                          65536, default=DEFAULT_MAX_BYTES)
+    select: str | None = doc(select_mod.DESCRIPTION.format(what="body (the status line "
+                                                           "stays first)"),
+                             select_mod.EXAMPLE, default=None, optional=True)
 
     def to_json(self) -> dict[str, Any]:
         """The normalized mapping (the fingerprint's input)."""
@@ -87,12 +96,14 @@ def normalize(raw: Mapping[str, Any]) -> HttpSpec:
         headers=fields.strings(raw.get("headers")),
         follow_redirects=bool(raw.get("followRedirects", False)),
         max_bytes=int(raw.get("maxBytes", DEFAULT_MAX_BYTES)),
+        select=raw.get("select"),
     )
 
 
 def check(raw: Mapping[str, Any]) -> list[Finding]:
-    """No checks beyond the shared ones (durations, URL) for ``poll-http``."""
-    return []
+    """``select`` compiles (``sources.select.check``); durations and the URL are
+    checked by all."""
+    return select_mod.check(raw)
 
 
 ADD = AddFlag("--poll-http", "URL INTERVAL", "GET URL every INTERVAL.", nargs=2)
@@ -255,6 +266,10 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
                     encoding = response.encoding or "utf-8"
                     content_type = response.headers.get("content-type", "")
                     location = response.headers.get("location")
+                    redirects = [{"status": hop.status_code,
+                                  "location": ctx.redactor.redact(
+                                      hop.headers.get("location", ""))}
+                                 for hop in response.history] if response.history else None
         except TimeoutError:
             raise errors.SourceError(
                 f"GET {url}: no complete response within {timeout:g}s", kind="timeout"
@@ -293,4 +308,9 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
         meta["url"] = final_url
     if location and 300 <= status < 400:
         meta["location"] = location
-    return Observation(f"{status}\n{text}", meta)
+    if redirects:
+        meta["redirects"] = redirects
+    observed = Observation(f"{status}\n{text}", meta)
+    if spec.select is None:
+        return observed
+    return select_mod.observation(spec.select, observed, head=True)

@@ -24,6 +24,7 @@ from reconciler.addflags import AddFlag
 from reconciler.findings import Finding
 from reconciler.model import Monitor, Observation
 from reconciler.sources import fields
+from reconciler.sources import select as select_mod
 from reconciler.sources.fields import DEFAULT_MAX_BYTES, doc
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ class PollSpec:
 
     TYPE: ClassVar[str] = "poll"
     KEYS: ClassVar[tuple[str, ...]] = (
-        "type", "command", "interval", "timeout", "cwd", "env", "maxBytes")
+        "type", "command", "interval", "timeout", "cwd", "env", "maxBytes", "select")
     """The key order of a written ``source`` mapping (``config.writer``)."""
 
     command: str | tuple[str, ...] = doc(
@@ -57,6 +58,8 @@ class PollSpec:
                                  {"LC_ALL": "C"}, default_factory=dict)
     max_bytes: int = doc("Output cap in bytes (default 1 MiB); past it meta.truncated "
                          "is true.", 65536, default=DEFAULT_MAX_BYTES)
+    select: str | None = doc(select_mod.DESCRIPTION.format(what="stdout"),
+                             select_mod.EXAMPLE, default=None, optional=True)
 
     def to_json(self) -> dict[str, Any]:
         """The normalized mapping (the fingerprint's input)."""
@@ -84,12 +87,13 @@ def normalize(raw: Mapping[str, Any]) -> PollSpec:
         cwd=raw.get("cwd"),
         env=fields.strings(raw.get("env")),
         max_bytes=int(raw.get("maxBytes", DEFAULT_MAX_BYTES)),
+        select=raw.get("select"),
     )
 
 
 def check(raw: Mapping[str, Any]) -> list[Finding]:
-    """No checks beyond the shared ones (durations) for ``poll``."""
-    return []
+    """``select`` compiles (``sources.select.check``); durations are checked by all."""
+    return select_mod.check(raw)
 
 
 ADD = AddFlag("--poll", "CMD INTERVAL", "Re-run CMD every INTERVAL.", nargs=2)
@@ -124,7 +128,7 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
         raise errors.SourceError(
             f"command could not start (sh exit {done.exit_code}: "
             f"{SHELL_START_FAILURES[done.exit_code]}){detail}", kind="spawn")
-    return Observation(
+    observed = Observation(
         done.stdout,
         {
             "exitCode": done.exit_code,
@@ -133,3 +137,4 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
             "truncated": done.truncated,
         },
     )
+    return observed if spec.select is None else select_mod.observation(spec.select, observed)

@@ -78,6 +78,16 @@ STREAMS = TYPES.flagged("STREAM")
 NOT_EVALUATED = TYPES.flagged("PUSH")
 """Validated but not evaluated yet (push sources): the engine says so and skips them."""
 
+ON_ERROR: dict[str, str] = {k: getattr(m, "ON_ERROR", "ignore") for k, m in TYPES.items()}
+"""Each type's default ``condition.onError`` (its module's ``ON_ERROR``; ``ignore`` when
+it has none): ``observe`` where the outage of the watched thing is its event
+(``poll-http``, ``device``)."""
+
+
+def on_error(monitor: Monitor) -> str:
+    """``monitor``'s effective ``condition.onError``: its own, else its type's default."""
+    return monitor.condition.on_error or ON_ERROR.get(monitor.source_type, "ignore")
+
 
 def normalize(raw: Mapping[str, Any]) -> SourceSpec:
     """The typed spec of a schema-valid ``source`` mapping.

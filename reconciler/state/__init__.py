@@ -11,6 +11,7 @@ Layout under the state directory::
     monitors/<name>/state.json            condition state: fingerprint, baseline, last signature
     monitors/<name>/liveness.json         heartbeat of every check (coalesced, not fsynced)
     monitors/<name>/autopause.json        a rate-limit auto-pause (survives restarts)
+    monitors/<name>/lifecycle.json        a self-ending monitor: first start, fires, completion
     monitors/<name>/pid-marker.json       pid sources: the watched pid was seen running
     monitors/<name>/drought.json          drought alarms the owner has been told about
     monitors/<name>/fires/<id>/event.json one fire record per fire (output.log, prompt.txt)

@@ -39,6 +39,7 @@ commit it). One daemon at a time writes here (daemon.lock holds its pid).
   monitors/<name>/liveness.json          heartbeat: lastCheckedAt, checkCount, lastError,
                                          consecutiveErrors, lastFiredAt, fireCount
   monitors/<name>/autopause.json         a rate-limit auto-pause (`monitors resume` clears it)
+  monitors/<name>/lifecycle.json         until/stopAfter/stopWhen: first start, fires, completion
   monitors/<name>/pid-marker.json        pid sources: the pid was seen running once
   monitors/<name>/fires/<id>/event.json  one fire: the event, status, attempts
 

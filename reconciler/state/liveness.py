@@ -67,6 +67,14 @@ class LivenessLog(StoreBase):
         return cast(records.Liveness, loaded.data) if loaded.status is records.Status.OK \
             else None
 
+    def last_check(self, name: str) -> tuple[float | None, str | None]:
+        """``(lastCheckedAt, lastError)`` of ``name`` (Unix seconds; None, None when never
+        checked). Loads the record into the cache ``record_check`` uses, so asking at
+        start costs no extra read."""
+        with self._lock:
+            live = self._cached_liveness(name)
+            return live["lastCheckedAt"], live["lastError"]
+
     def record_check(self, name: str, *, ok: bool, error: str | None, at: float) -> None:
         """Count one check (memory only; ``flush`` writes it).
 

@@ -44,6 +44,7 @@ from typing import Any
 
 from reconciler import atomic, errors
 from reconciler.actions import registry as action_types
+from reconciler.conditions import lifecycle
 from reconciler.conditions import spec as condition_spec
 from reconciler.model import (
     DeviceName,
@@ -62,7 +63,7 @@ FILE_NAME = "running.json"
 
 # Non-identity fields compared for ``~ update`` (changed in place, baseline kept).
 UPDATE_FIELDS = ("description", "labels", "rateLimit", "scope", "origin", "device", "devices",
-                 "sharedInput", "allowDuplicate")
+                 "sharedInput", "allowDuplicate", "lifecycle")
 
 
 def monitor_to_json(monitor: Monitor) -> dict[str, Any]:
@@ -99,6 +100,7 @@ def _other_fields(monitor: Monitor) -> dict[str, Any]:
         "labels": dict(monitor.labels),
         "allowDuplicate": monitor.allow_duplicate,
         "description": monitor.description,
+        "lifecycle": None if monitor.lifecycle is None else monitor.lifecycle.to_json(),
     }
 
 
@@ -131,6 +133,7 @@ def monitor_from_json(doc: Mapping[str, Any]) -> Monitor:
         labels={str(k): str(v) for k, v in (doc.get("labels") or {}).items()},
         allow_duplicate=bool(doc.get("allowDuplicate", False)),
         description=str(doc.get("description", "")),
+        lifecycle=lifecycle.from_json(doc.get("lifecycle")),
     )
 
 

@@ -6,8 +6,8 @@ holds ``lock.StateLock`` while it writes. Methods are synchronous and
 thread-safe; the evaluator calls the durable ones through ``asyncio.to_thread``.
 ``Store`` is built from parts with one job each: ``layout.StoreBase`` (directories,
 checked reads, write-error tracking), ``liveness.LivenessLog`` (the coalesced
-heartbeat), ``fires.FireLog`` (fire records); this module adds the small durable
-records.
+heartbeat), ``fires.FireLog`` (fire records), ``lifecycle.LifecycleLog`` (self-ending
+monitors' progress and completion); this module adds the small durable records.
 
 Write costs (DESIGN.md §4):
 
@@ -29,7 +29,6 @@ from typing import Any, cast
 from reconciler import atomic, timestamps
 from reconciler.model import MonitorName
 from reconciler.state import records
-from reconciler.state.fires import FireLog
 from reconciler.state.layout import (
     AUTOPAUSE_FILE,
     DROUGHT_FILE,
@@ -39,6 +38,7 @@ from reconciler.state.layout import (
     STATE_FILE,
     file_sig,
 )
+from reconciler.state.lifecycle import LifecycleLog
 from reconciler.state.liveness import LIVENESS_FLUSH_INTERVAL, liveness_view
 
 __all__ = ["LIVENESS_FLUSH_INTERVAL", "STATE_FILE", "Store", "autopause_text", "iso",
@@ -61,7 +61,7 @@ def autopause_text(record: Mapping[str, Any]) -> str:
             "`monitors resume` clears it)")
 
 
-class Store(FireLog):
+class Store(LifecycleLog):
     """The state directory of one machine.
 
     Args:

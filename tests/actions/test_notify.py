@@ -179,3 +179,23 @@ def test_an_endless_answer_fails_the_fire_in_bounded_time_and_memory(store: Stor
     assert rec["status"] == "failed" and "no answer within 1s" in str(rec["reason"]), rec
     assert time.monotonic() - started < 8
     assert grown < 64 << 20
+
+
+def test_the_default_message_appends_the_diff(store: Store,
+                                              caplog: pytest.LogCaptureFixture) -> None:
+    import dataclasses
+
+    mon = monitor({"type": "notify"}, name="page")
+    ev = dataclasses.replace(event(mon, "v2"), previous="v1", diff="--- previous\n"
+                             "+++ current\n@@ -1 +1 @@\n-v1\n+v2")
+    fire(store, mon, ev)
+
+    async def go() -> None:
+        d = make_dispatcher(store)
+        await d.dispatch(mon, ev)
+        assert await d.drain(10)
+
+    with caplog.at_level(logging.INFO, logger="monitors.notify"):
+        asyncio.run(go())
+    [line] = [r.getMessage() for r in caplog.records if r.name == "monitors.notify"]
+    assert line == "NOTIFY page: page: v2\\n--- previous\\n+++ current\\n@@ -1 +1 @@\\n-v1\\n+v2"

@@ -275,3 +275,50 @@ def test_replay_errors_and_display_count_steps_from_1(repo: Repo) -> None:
     shown = run_cli(["test", "alpha", "--replay", str(script)], repo=repo)
     rows = [line.split()[0] for line in shown.stdout.splitlines()[1:5]]
     assert rows == ["1", "2", "3", "4"], shown.stdout
+
+
+def test_an_observed_check_error_is_shown_as_the_observation(repo: Repo) -> None:
+    from tests.helpers import free_port
+
+    repo.write("monitors.d/site.yml", f"""
+        source: {{type: poll-http, url: "http://127.0.0.1:{free_port()}/", interval: 1m}}
+        action: {{type: notify}}
+    """)
+    r = run_cli(["test", "site"], repo=repo)
+    assert r.exit_code == 1
+    assert "Observation\n  error: connect: GET http://127.0.0.1:" in r.stdout
+    assert 'meta: {"error":"connect"}' in r.stdout
+    assert "source check failed (observed as an error observation): connect: " in r.stderr
+    data = json.loads(run_cli(["test", "site", "--json"], repo=repo).stdout)
+    assert data["observation"]["text"].startswith("error: connect: ")
+    assert data["error"].startswith("connect: ")
+
+
+def test_replay_error_steps_are_observations_under_on_error_observe(repo: Repo) -> None:
+    repo.write("monitors.d/site.yml", """
+        source: {type: poll-http, url: "http://127.0.0.1:9/", interval: 1m}
+        action: {type: notify}
+    """)
+    f = repo.write("replay.yml", """
+        - "200\\nok"
+        - {error: "connect: refused", fire: true, reason: changed}
+        - {error: "connect: refused", fire: false, reason: unchanged}
+        - {text: "200\\nok", fire: true, reason: changed}
+    """)
+    r = run_cli(["test", "site", "--replay", str(f)], repo=repo)
+    assert r.exit_code == 0, r.output
+    assert "4 steps, 2 fire(s), 0 mismatch(es)" in r.stdout
+
+
+def test_dry_run_shows_the_selected_value(repo: Repo) -> None:
+    repo.write("monitors.d/pr.yml", """
+        source:
+          type: poll
+          command: ["printf", "%s", '{"state": "MERGED", "title": "x"}']
+          interval: 1m
+          select: state
+        action: {type: notify}
+    """)
+    r = run_cli(["test", "pr"], repo=repo)
+    assert r.exit_code == 0, r.output
+    assert "Observation\n  MERGED\n" in r.stdout

@@ -59,10 +59,10 @@ def test_condition_table(title: str, cond: dict[str, Any] | None, texts: list[st
     assert run(m, texts)[0] == expected
 
 
-def test_fingerprint_change_starts_new_baseline() -> None:
+def test_a_change_of_what_is_observed_starts_a_new_baseline() -> None:
     old = monitor(SRC)
     _, state = run(old, ["a"])
-    new = monitor({**SRC, "interval": "1m"})
+    new = monitor({**SRC, "command": "echo"})
     assert new.fingerprint != old.fingerprint
     d = conditions.decide(new, Observation("b"), state)
     assert not d.fire and d.reason == conditions.Reason.BASELINE and d.persist
@@ -72,7 +72,7 @@ def test_fingerprint_change_starts_new_baseline() -> None:
 def test_identity_change_in_match_mode_does_not_inherit_episode() -> None:
     old = monitor(SRC, condition={"mode": "match", "match": "fail"})
     _, state = run(old, ["fail"])
-    new = monitor({**SRC, "interval": "1m"}, condition={"mode": "match", "match": "fail"})
+    new = monitor({**SRC, "command": "echo"}, condition={"mode": "match", "match": "fail"})
     d = conditions.decide(new, Observation("fail"), state)
     assert d.fire and d.persist
 
@@ -115,13 +115,17 @@ def test_registry_has_one_module_per_mode() -> None:
     ({"mode": "match", "match": "fail", "dedupeKey": "b(\\d)", "ignore": ["x", "y"]}, "poll",
      {"mode": "match", "match": "fail", "dedupeKey": "b(\\d)", "ignore": ["x", "y"]}),
     ({"mode": "every"}, "pid", {"mode": "every", "match": None, "dedupeKey": None, "ignore": []}),
+    ({"onError": "observe"}, "poll", {"mode": "on-change", "match": None, "dedupeKey": None,
+                                      "ignore": [], "onError": "observe"}),
 ])
 def test_to_json_is_the_normalized_mapping_the_fingerprint_hashes(
         raw: dict[str, Any] | None, source_type: str, expected: dict[str, Any]) -> None:
     from reconciler.conditions import spec
 
     got = spec.to_json(spec.normalize(raw, source_type=source_type))
-    assert got == expected and list(got) == list(spec.KEYS)
+    # keys in KEYS order; the optional ones only when set (fingerprints stay put)
+    assert got == expected
+    assert list(got) == [k for k in spec.KEYS if k not in spec.OPTIONAL_KEYS or k in got]
     # the running registry stores to_json and rebuilds the spec from it
     assert spec.normalize(got, source_type="pid") == spec.normalize(raw, source_type=source_type)
 

@@ -281,6 +281,9 @@ def test_corrupt_state_quarantined_then_fresh_baseline(tmp_path: Path, scripted:
 
 def test_replace_new_fingerprint_is_new_baseline_update_keeps_it(tmp_path: Path,
                                                                  scripted: Scripted) -> None:
+    """A replace whose edit changes what is observed starts a new baseline (no fire on
+    the changed observation); an interval edit keeps it (``conditions.baseline``), and
+    an update in place keeps everything."""
     scripted.script["m"] = ["a"]
     env = Env(tmp_path)
 
@@ -289,16 +292,23 @@ def test_replace_new_fingerprint_is_new_baseline_update_keeps_it(tmp_path: Path,
             await engine.start(pm())
             await engine.wait_first_poll(["m"], 5)
             scripted.last["m"] = "b"
-            edited = pm(interval="2s")
+            edited = monitor({"type": "poll", "command": "other", "interval": "2s"}, name="m")
             await engine.replace(edited)
             await engine.wait_first_poll(["m"], 5)
             assert env.store.read_state("m")["fingerprint"] == edited.fingerprint  # type: ignore[index]
-            relabeled = pm(interval="2s", labels={"team": "x"})
+            assert env.rec.events == []
+            scripted.last["m"] = "c"
+            slower = monitor({"type": "poll", "command": "other", "interval": "3s"}, name="m")
+            await engine.replace(slower)
+            await engine.wait_first_poll(["m"], 5)
+            await until(lambda: len(env.rec.events) == 1)  # c differs from the kept b
+            relabeled = monitor({"type": "poll", "command": "other", "interval": "3s"},
+                                name="m", labels={"team": "x"})
             await engine.update(relabeled)
             assert engine.running()["m"].labels == {"team": "x"}
 
     asyncio.run(go())
-    assert env.rec.events == []
+    assert [e.reason for e in env.rec.events] == ["changed"]
 
 
 def test_autopaused_monitor_is_not_polled(tmp_path: Path, scripted: Scripted) -> None:

@@ -104,11 +104,13 @@ def test_500_is_an_observation(base: str) -> None:
 def test_redirect_not_followed_by_default(base: str) -> None:
     obs = get(base + "/redirect")
     assert obs.text.startswith("302\n") and obs.meta["location"] == "/ok"
+    assert "redirects" not in obs.meta
 
 
 def test_redirect_followed_when_asked(base: str) -> None:
     obs = get(base + "/redirect", followRedirects=True)
     assert obs.text.startswith("200\nhello") and obs.meta["url"].endswith("/ok")
+    assert obs.meta["redirects"] == [{"status": 302, "location": "/ok"}]  # each hop
 
 
 def test_dripping_body_cannot_stretch_past_deadline(base: str) -> None:

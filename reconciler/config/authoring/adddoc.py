@@ -18,7 +18,9 @@ from typing import Any
 
 from reconciler import durations, errors
 from reconciler.actions import registry as actions_registry
+from reconciler.conditions import lifecycle
 from reconciler.conditions import registry as condition_registry
+from reconciler.conditions import spec as condition_spec
 from reconciler.config import schemas, writer
 from reconciler.config.authoring import arguments
 from reconciler.sources import fields as source_fields
@@ -42,6 +44,8 @@ class AddRequest:
         rate_limit: ``MAX/PER`` such as ``5/1m``.
         interval: ``--interval`` for file, pid and device sources.
         labels: ``KEY=VALUE`` strings.
+        until, stop_after, stop_when: ``--until`` (a date-time or duration),
+            ``--stop-after N`` (fires), ``--stop-when RE`` (``conditions.lifecycle``).
     """
 
     name: str
@@ -59,6 +63,31 @@ class AddRequest:
     description: str | None = None
     labels: tuple[str, ...] = ()
     force: bool = False
+    until: str | None = None
+    stop_after: int | None = None
+    stop_when: str | None = None
+
+
+def lifecycle_fields(req: AddRequest) -> dict[str, Any]:
+    """``until``, ``stopAfter`` and ``stopWhen`` from ``--until``, ``--stop-after`` and
+    ``--stop-when`` (None when not given).
+
+    Raises:
+        errors.UsageError: ``--until`` is neither a date-time nor a duration, ``--stop-after``
+            is below 1, or ``--stop-when`` does not compile.
+    """
+    if req.until is not None:
+        try:
+            lifecycle.parse_until(req.until)
+        except ValueError as e:
+            raise errors.UsageError(f"--until: {e}") from None
+    if req.stop_after is not None and req.stop_after < 1:
+        raise errors.UsageError(f"--stop-after: expected a number of fires >= 1, "
+                                f"got {req.stop_after}")
+    return {"until": req.until,
+            "stopAfter": {"fires": req.stop_after} if req.stop_after is not None else None,
+            "stopWhen": (None if req.stop_when is None
+                         else condition_spec.regex_flag(req.stop_when, "--stop-when"))}
 
 
 def parse_rate_limit(value: str) -> dict[str, Any]:
@@ -163,6 +192,7 @@ def build_doc(req: AddRequest) -> dict[str, Any]:
         "device": req.device or None,
         "devices": list(req.devices) or None,
         "rateLimit": parse_rate_limit(req.rate_limit) if req.rate_limit else None,
+        **lifecycle_fields(req),
     }
     doc = writer.canonical_monitor(doc)
     check_schema(doc)
