@@ -62,11 +62,11 @@ def source_from_json(data: Mapping[str, Any]) -> source_types.SourceSpec:
 def condition(raw: Mapping[str, Any] | None, *, source_type: str) -> Condition:
     """The typed condition (``conditions.spec.normalize``: defaults live there).
 
-    An ``onError`` equal to the source type's default (``sources.registry.ON_ERROR``)
+    An ``onError`` equal to the source type's default (``sources.registry.default_on_error``)
     is stored as None, so writing the default out or leaving it implicit is one
     fingerprint."""
     cond = condition_spec.normalize(raw, source_type=source_type)
-    if cond.on_error is not None and cond.on_error == source_types.ON_ERROR.get(source_type):
+    if cond.on_error is not None and cond.on_error == source_types.default_on_error(source_type):
         cond = dataclasses.replace(cond, on_error=None)
     return cond
 

@@ -78,15 +78,18 @@ STREAMS = TYPES.flagged("STREAM")
 NOT_EVALUATED = TYPES.flagged("PUSH")
 """Validated but not evaluated yet (push sources): the engine says so and skips them."""
 
-ON_ERROR: dict[str, str] = {k: getattr(m, "ON_ERROR", "ignore") for k, m in TYPES.items()}
-"""Each type's default ``condition.onError`` (its module's ``ON_ERROR``; ``ignore`` when
-it has none): ``observe`` where the outage of the watched thing is its event
-(``poll-http``, ``device``)."""
+def default_on_error(kind: str) -> str:
+    """Type ``kind``'s default ``condition.onError``: its module's ``ON_ERROR``, else
+    ``ignore`` (also for an unknown type). ``observe`` where the outage of the watched
+    thing is its event (``poll-http``, ``device``). Imports only that type's module."""
+    if kind not in TYPES:
+        return "ignore"
+    return str(getattr(TYPES[kind], "ON_ERROR", "ignore"))
 
 
 def on_error(monitor: Monitor) -> str:
     """``monitor``'s effective ``condition.onError``: its own, else its type's default."""
-    return monitor.condition.on_error or ON_ERROR.get(monitor.source_type, "ignore")
+    return monitor.condition.on_error or default_on_error(monitor.source_type)
 
 
 def normalize(raw: Mapping[str, Any]) -> SourceSpec:

@@ -170,7 +170,7 @@ def test_check_errors_never_change_baseline(tmp_path: Path, scripted: Scripted) 
 
 def test_failed_fire_commit_leaves_stored_state_exactly(tmp_path: Path, scripted: Scripted
                                                         ) -> None:
-    scripted.script["m"] = ["a"]  # repeated until the write is broken: then "b"
+    scripted.script["m"] = ["a"]  # repeated until the record cannot be made: then "b"
     env = Env(tmp_path)
     mdir = tmp_path / "state" / "monitors" / "m"
 
@@ -180,6 +180,7 @@ def test_failed_fire_commit_leaves_stored_state_exactly(tmp_path: Path, scripted
             await engine.wait_first_poll(["m"], 5)
             before = (mdir / "state.json").read_bytes()
             (mdir / "fires").write_text("not a directory")  # the fire record cannot be made
+            scripted.script["m"] = ["b"]
             await until(lambda: (env.store.liveness("m") or {}).get("consecutiveErrors", 0) >= 1)
             assert (mdir / "state.json").read_bytes() == before
             assert env.rec.events == []
