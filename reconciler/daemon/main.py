@@ -42,7 +42,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from reconciler import errors, redaction, settings, timestamps
 from reconciler.daemon import control, logformat, operations, protocol, watch
@@ -61,6 +61,22 @@ DEFAULT_ONCE_WAIT = 30.0
 SHUTDOWN_DRAIN = 3.0
 LOCK_CHECK = 2.0
 """Seconds between checks that ``<state>/daemon.lock`` is still the inode this daemon locked."""
+
+
+class Service(Protocol):
+    """Something the daemon serves besides the control socket (the HTTP server,
+    ``server.app.HttpServer``): started once the first reconcile ran and before the
+    ready line, closed at stop before the evaluators."""
+
+    async def start(self) -> None:
+        """Start serving.
+
+        Raises:
+            errors.MonitorsError: it cannot (one line; the daemon exits 1).
+        """
+
+    async def close(self) -> None:
+        """Stop serving (never raises)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +127,7 @@ class Daemon:
         self._trigger: watch.Trigger | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._extra: list[tuple[str, Callable[[], Coroutine[Any, Any, None]]]] = []
+        self._services: list[Service] = []
         self._reload_requested = False  # SIGHUP: re-read monitors.toml before reconciling
 
     @property
@@ -122,6 +139,11 @@ class Daemon:
         """Also run ``task()`` as the named task while serving (not with ``once``);
         cancelled at stop. ``monitors run --demo`` runs ``daemon.demo.tick`` so."""
         self._extra.append((name, task))
+
+    def serve(self, service: Service) -> None:
+        """Also serve ``service`` (not with ``once``): see ``Service``. ``monitors run``
+        adds the HTTP server so (``server.app``); the daemon itself knows nothing of it."""
+        self._services.append(service)
 
     # -- entry -------------------------------------------------------------------
 
@@ -166,6 +188,7 @@ class Daemon:
             self.cfg, self.registry, redactor=self.redactor, on_autopause=self._autopaused_now)
         server: control.ControlServer | None = None
         watcher: watch.Watcher | None = None
+        started: list[Service] = []
         rc = 0
         try:
             await self.reconciler.recover()
@@ -191,6 +214,9 @@ class Daemon:
                     log.warning("cannot watch the layers: %s (the periodic resync every %gs "
                                 "still picks up changes)", e.strerror or e,
                                 self.options.resync)
+                for service in self._services:
+                    await service.start()
+                    started.append(service)
                 for name, task in self._extra:
                     self._spawn(task(), name)
                 log.info("daemon ready: pid %d, device %s, %d running, watching %s "
@@ -200,6 +226,9 @@ class Daemon:
                     self.on_ready()
                 await self._loop(watcher)
         finally:
+            for service in reversed(started):
+                with contextlib.suppress(Exception):
+                    await service.close()
             if watcher is not None:
                 watcher.stop()
             if server is not None and self.lost is None:

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from reconciler import redaction, settings, snapshot, timestamps
+from reconciler.daemon import metrics, supervisor
 from reconciler.daemon import parts as parts_mod
-from reconciler.daemon import supervisor
 from reconciler.model import Monitor, MonitorName
 from reconciler.planning import plan as plan_mod
 from reconciler.state import direrrors
@@ -121,11 +121,25 @@ class Reconciler:
 
     async def reconcile(self, *, trigger: str = "", allow_mass_stop: bool = False
                         ) -> tuple[plan_mod.Plan, supervisor.Applied]:
-        """Load the layers, plan against the registry, apply, publish ``running.json``.
+        """Load the layers, plan against the registry, apply, publish ``running.json``
+        (timed and counted in ``daemon.metrics``).
 
         Raises:
             errors.StateError: ``running.json`` cannot be published.
         """
+        started = time.monotonic()
+        try:
+            plan, applied = await self._reconcile(trigger=trigger,
+                                                  allow_mass_stop=allow_mass_stop)
+        except Exception:
+            metrics.reconciled(time.monotonic() - started, "error")
+            raise
+        metrics.reconciled(time.monotonic() - started,
+                           "changed" if applied.changed else "unchanged")
+        return plan, applied
+
+    async def _reconcile(self, *, trigger: str, allow_mass_stop: bool
+                         ) -> tuple[plan_mod.Plan, supervisor.Applied]:
         assert self.parts is not None
         async with self._lock:
             snap = await asyncio.to_thread(self.read_snapshot, self._last_good())
