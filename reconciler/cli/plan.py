@@ -33,9 +33,13 @@ from reconciler import errors
 @click.option("--unchanged", "show_unchanged", is_flag=True, help="List unchanged monitors too.")
 @click.option("--allow-mass-stop", is_flag=True,
               help="Plan as `apply --allow-mass-stop` would (stops not held).")
+@click.option("--device", "device", metavar="NAME",
+              help="Plan this tree for fleet device NAME against its running state (asked "
+              "over its HTTP API).")
 @click.pass_context
 def command(ctx: click.Context, as_json: bool, out: Path | None, detailed_exitcode: bool,
-            no_color: bool, show_unchanged: bool, allow_mass_stop: bool) -> int:
+            no_color: bool, show_unchanged: bool, allow_mass_stop: bool,
+            device: str | None) -> int:
     """Show what a reconcile would start, stop, replace and update on this device.
 
     Invalid files do not hide the rest: valid monitors are planned, and an invalid
@@ -50,7 +54,12 @@ def command(ctx: click.Context, as_json: bool, out: Path | None, detailed_exitco
     from reconciler.render import style
 
     cfg = ctx.find_root().obj.settings()
-    plan = handover.current_plan(cfg, allow_mass_stop=allow_mass_stop)
+    if device is not None and device != cfg.device:
+        from reconciler.client import fleet
+
+        plan = fleet.plan_for_device(cfg, device)
+    else:
+        plan = handover.current_plan(cfg, allow_mass_stop=allow_mass_stop)
     if out is not None:
         from reconciler import atomic
 

@@ -63,6 +63,8 @@ def _url(address: str, path: str) -> str:
 def _error_line(e: Exception) -> str:
     import httpx
 
+    if isinstance(e, errors.MonitorsError):
+        return str(e)
     if isinstance(e, httpx.TimeoutException):
         return f"timed out after {TIMEOUT:g}s"
     if isinstance(e, httpx.ConnectError):
@@ -186,3 +188,40 @@ def plan_against(cfg: settings.Settings, device_name: str,
         raise errors.PlanError(f"device {device_name} ({device.address}): "
                                f"{got.unreachable[device_name]}")
     return got.answers[device_name]
+
+
+def plan_for_device(cfg: settings.Settings, device_name: str) -> Any:
+    """``plan --device NAME``: this tree's desired set for ``device_name`` (placement as
+    that device), planned against that device's running set (``POST /v1/plan``).
+
+    Returns:
+        a ``planning.plan.Plan`` (``device`` is ``device_name``).
+
+    Raises:
+        errors.UsageError, errors.PlanError: see ``plan_against``.
+        errors.ConfigError: the fleet file or settings are unusable.
+    """
+    import dataclasses
+
+    from reconciler import snapshot, timestamps
+    from reconciler.planning import plan as plan_mod
+    from reconciler.state import registry as registry_mod
+
+    as_device = dataclasses.replace(cfg, device=device_name)
+    snap = snapshot.read(as_device)
+    desired = [registry_mod.monitor_to_json(m) for _, m in sorted(snap.desired.monitors.items())]
+    answer = plan_against(cfg, device_name, desired)
+    try:
+        running = {m.name: m for m in (registry_mod.monitor_from_json(d)
+                                       for d in answer.get("running") or [])}
+        theirs = answer.get("plan") or {}
+        generation = int(theirs.get("generation", 0))
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise errors.PlanError(f"device {device_name}: malformed plan answer: {e}") from e
+    daemon = theirs.get("daemon") if isinstance(theirs.get("daemon"), dict) else {}
+    basis = plan_mod.Basis(
+        device=device_name, daemon_running=True, daemon_pid=daemon.get("pid"),
+        generation=generation, digest=snap.digest, commit=snap.commit, dirty=snap.dirty,
+        problems=tuple(snap.problems), created_at=timestamps.utc_seconds(), root=cfg.root,
+        error_files=tuple(snap.error_files))
+    return plan_mod.make(snap.desired, running, basis)
