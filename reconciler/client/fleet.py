@@ -218,7 +218,8 @@ def plan_for_device(cfg: settings.Settings, device_name: str) -> Any:
         generation = int(theirs.get("generation", 0))
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise errors.PlanError(f"device {device_name}: malformed plan answer: {e}") from e
-    daemon = theirs.get("daemon") if isinstance(theirs.get("daemon"), dict) else {}
+    daemon = theirs.get("daemon")
+    daemon = daemon if isinstance(daemon, dict) else {}
     basis = plan_mod.Basis(
         device=device_name, daemon_running=True, daemon_pid=daemon.get("pid"),
         generation=generation, digest=snap.digest, commit=snap.commit, dirty=snap.dirty,

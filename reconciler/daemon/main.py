@@ -15,6 +15,8 @@ Life cycle (``Daemon.run``):
    loaded overlays passes (``PAUSE_MARGIN`` later; re-armed by every reconcile);
 5. SIGHUP: re-read monitors.toml and the fleet file, then reconcile (``daemon.reload``;
    an invalid file keeps the settings in use and is logged);
+   under systemd (``NOTIFY_SOCKET``) READY, RELOADING, STOPPING and WATCHDOG are
+   sent (``daemon.sdnotify``);
    SIGTERM/SIGINT: stop the evaluators (in-flight state writes finish), drain the
    dispatcher briefly, flush liveness, publish the registry as not running,
    remove the socket, release the lock, exit 0.
@@ -45,7 +47,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from reconciler import errors, redaction, settings, timestamps
-from reconciler.daemon import control, logformat, operations, protocol, watch
+from reconciler.daemon import control, logformat, operations, protocol, sdnotify, watch
 from reconciler.daemon import parts as parts_mod
 from reconciler.daemon import reconcile as reconcile_mod
 from reconciler.model import MonitorName
@@ -129,6 +131,7 @@ class Daemon:
         self._extra: list[tuple[str, Callable[[], Coroutine[Any, Any, None]]]] = []
         self._services: list[Service] = []
         self._reload_requested = False  # SIGHUP: re-read monitors.toml before reconciling
+        self.notifier = sdnotify.Notifier(None)  # systemd (Type=notify); set in _main
 
     @property
     def cfg(self) -> settings.Settings:
@@ -176,6 +179,7 @@ class Daemon:
 
     async def _main(self) -> int:
         self._stopping = asyncio.Event()
+        self.notifier = sdnotify.Notifier.from_env()
         redaction.filter_logs(self.redactor)
         self._trigger = watch.Trigger(debounce=self.options.debounce)
         loop = asyncio.get_running_loop()
@@ -224,6 +228,8 @@ class Daemon:
                          len(self.registry.entries), self.cfg.root, self.options.resync)
                 if self.on_ready is not None:
                     self.on_ready()
+                self.notifier.ready(f"{len(self.registry.entries)} monitors running")
+                self._spawn(self.notifier.watchdog_loop(), "systemd-watchdog")
                 await self._loop(watcher)
         finally:
             for service in reversed(started):
@@ -242,6 +248,7 @@ class Daemon:
     def _request_stop(self, sig: signal.Signals) -> None:
         if self._stopping is not None and not self._stopping.is_set():
             log.info("%s received: stopping", sig.name)
+            self.notifier.stopping()
             self._stopping.set()
             if self._trigger is not None:
                 self._trigger.poke("stop")
@@ -310,6 +317,7 @@ class Daemon:
                 rec.pause_due = None  # re-armed by the reconcile (not retried in a loop)
             if self._reload_requested:
                 self._reload_requested = False
+                self.notifier.reloading()
                 await self._reload()
                 next_resync = now + self.options.resync  # [daemon] resync may have changed
                 trigger = "SIGHUP"
@@ -328,6 +336,8 @@ class Daemon:
                 log.error("reconcile failed: %s (will retry)", e)
             except Exception:
                 log.exception("reconcile failed (a bug; will retry)")
+            if trigger == "SIGHUP":
+                self.notifier.ready(f"{len(self.registry.entries)} monitors running")
 
     def _lock_lost(self) -> bool:
         """True (once logged) when ``daemon.lock`` is gone or replaced; see step 6."""

@@ -33,7 +33,7 @@ def fleet3(peers) -> tuple[Peer, Peer, Peer]:
 
 
 def test_list_fans_out_and_tags_rows_with_their_device(fleet3) -> None:
-    a, b, c = fleet3
+    a, _b, _c = fleet3
     result = a.cli("list", "--json")
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
@@ -50,7 +50,7 @@ def test_list_fans_out_and_tags_rows_with_their_device(fleet3) -> None:
 
 
 def test_a_stopped_peer_is_named_unreachable_and_the_answer_is_incomplete(fleet3) -> None:
-    a, b, c = fleet3
+    a, _b, c = fleet3
     c.stop()
     result = a.cli("list", "--json")
     assert result.returncode == 4
@@ -89,7 +89,7 @@ def test_add_refuses_a_duplicate_that_runs_on_a_peer(fleet3) -> None:
 
 
 def test_plan_device_plans_this_tree_against_the_peers_running_state(fleet3) -> None:
-    a, b, c = fleet3
+    a, _b, _c = fleet3
     result = a.cli("plan", "--device", "beta", "--json")
     assert result.returncode == 0, result.stderr
     plan = json.loads(result.stdout)
