@@ -19,12 +19,14 @@ import datetime as dt
 import time
 from typing import TYPE_CHECKING
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, Info
+from prometheus_client import CollectorRegistry, Counter, Histogram, Info, disable_created_metrics
 
 if TYPE_CHECKING:
     from reconciler.events import Event
     from reconciler.model import Monitor
 
+# no ``_created`` series: half the exposition for 1,000 monitors
+disable_created_metrics()  # type: ignore[no-untyped-call]
 REGISTRY = CollectorRegistry(auto_describe=True)
 
 LATENESS_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)

@@ -47,9 +47,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("monitors.http")
 
 API_VERSION = "v1"
-ROWS_TTL = 1.0
-"""Seconds one computation of the monitor rows (``client.views.rows``) is shared by
-every request: 200 clients polling ``/v1/monitors`` cost one read of the layers a second."""
+SHARED_TTL = 1.0
+"""Seconds one computation of a shared answer (the monitor rows of ``client.views.rows``,
+the ``/metrics`` exposition) serves every request: 200 clients polling ``/v1/monitors``
+cost one read of the layers and one encoding a second."""
+SHARED_COST = 5.0
+"""A shared answer that took ``t`` seconds to make is kept at least ``SHARED_COST * t``."""
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Auth = Literal["token", "open", "page", "self"]
@@ -93,32 +96,47 @@ class Context:
         if token:
             self.redactor.add(token)
         self.started = time.time()
-        self._rows: dict[str, Any] | None = None
-        self._rows_at = 0.0
-        self._rows_task: asyncio.Future[dict[str, Any]] | None = None
+        self._shared: dict[str, tuple[float, Any, float]] = {}  # key -> (at, value, cost)
+        self._making: dict[str, asyncio.Future[Any]] = {}
 
     def status(self) -> dict[str, Any]:
         """The daemon's control-socket ``status`` reply (``daemon.operations``)."""
         return dict(self.daemon.operations.status())
 
+    async def shared(self, key: str, make: Callable[[], Awaitable[Any]], *,
+                     ttl: float = SHARED_TTL) -> Any:
+        """``await make()``, made at most once per ``ttl`` seconds for ``key`` (or per
+        ``SHARED_COST`` times what the last one took, when longer) and shared by every
+        concurrent caller: one computation however many clients ask, and at most a fifth
+        of the time spent making it."""
+        hit = self._shared.get(key)
+        if hit is not None and time.monotonic() - hit[0] < max(ttl, SHARED_COST * hit[2]):
+            return hit[1]
+        making = self._making.get(key)
+        if making is None:
+            making = self._making[key] = asyncio.ensure_future(self._make(key, make))
+        return await asyncio.shield(making)
+
+    async def _make(self, key: str, make: Callable[[], Awaitable[Any]]) -> Any:
+        try:
+            started = time.monotonic()
+            value = await make()
+            now = time.monotonic()
+            self._shared[key] = (now, value, now - started)
+            return value
+        finally:
+            self._making.pop(key, None)
+
     async def rows(self) -> dict[str, Any]:
         """``client.views.rows`` of this daemon (what ``list --json`` shows), computed
-        in a thread at most once per ``ROWS_TTL`` seconds and shared by concurrent callers."""
-        if self._rows is not None and time.monotonic() - self._rows_at < ROWS_TTL:
-            return self._rows
-        if self._rows_task is None:
-            self._rows_task = asyncio.ensure_future(self._compute_rows())
-        return await asyncio.shield(self._rows_task)
-
-    async def _compute_rows(self) -> dict[str, Any]:
+        in a thread at most once per ``SHARED_TTL`` seconds (``shared``)."""
         from reconciler.client import views
 
-        try:
-            rows = await asyncio.to_thread(views.rows, self.daemon.cfg, status=self.status())
-            self._rows, self._rows_at = rows, time.monotonic()
-            return rows
-        finally:
-            self._rows_task = None
+        async def make() -> dict[str, Any]:
+            return await asyncio.to_thread(views.rows, self.daemon.cfg, status=self.status())
+
+        rows: dict[str, Any] = await self.shared("rows", make)
+        return rows
 
     def authorized(self, request: web.Request) -> bool:
         """Whether ``request`` carries ``Authorization: Bearer <this device's token>``."""
@@ -134,6 +152,12 @@ class Context:
                           default=str)
         return web.Response(text=self.redact_json(body, data), status=status,
                             content_type="application/json", headers=headers)
+
+    def json_body(self, data: Mapping[str, Any]) -> bytes:
+        """The redacted UTF-8 JSON body of ``data`` with ``apiVersion`` (for ``shared``)."""
+        body = json.dumps({"apiVersion": API_VERSION, **data}, ensure_ascii=False,
+                          default=str)
+        return self.redact_json(body, data).encode()
 
     def redact_json(self, body: str, data: Mapping[str, Any]) -> str:
         """``body`` (the JSON of ``data``) with every secret masked: on the text when no

@@ -10,11 +10,13 @@ at scrape time from the daemon's state (``StateCollector``):
 * ``monitors_applied_revision_info{commit, dirty, generation}``: what the daemon
   runs (``commit`` "" outside git).
 
-Exposition format: https://prometheus.io/docs/instrumenting/exposition_formats/
+The exposition is rendered at most once a second (``Context.shared``) however many
+clients scrape. Exposition format: https://prometheus.io/docs/instrumenting/exposition_formats/
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -34,29 +36,26 @@ PAUSED = frozenset({"paused", "disabled", "autopaused"})
 
 
 class StateCollector(Collector):
-    """Monitors by state and the applied revision, read from ``daemon`` at scrape time."""
+    """Monitors by state and the applied revision. ``refresh`` reads them from
+    ``daemon`` on the event loop (the daemon's structures are the loop's); ``collect``
+    yields the last reading, so the exposition can be rendered in a worker thread."""
 
     def __init__(self, daemon: Daemon) -> None:
         self.daemon = daemon
+        self.counts: dict[str, int] = dict.fromkeys(STATES, 0)
+        self.revision: dict[str, str] = {"commit": "", "dirty": "false", "generation": "0"}
 
-    def collect(self) -> Iterator[GaugeMetricFamily | InfoMetricFamily]:
-        """The two families (module docstring)."""
+    def refresh(self) -> None:
+        """Count the monitors by state now (on the event loop)."""
         counts = dict.fromkeys(STATES, 0)
         daemon = self.daemon
         reg = daemon.registry
         parts = daemon.parts
         parked = parts.engine.parked if parts is not None else {}
-        failing = 0
         for name in reg.entries:
-            if name in parked:
-                counts["error"] += 1
-                continue
             live = parts.store.liveness(name) if parts is not None else None
-            if live and live.get("consecutiveErrors"):
-                failing += 1
-            counts["running"] += 1
-        counts["error"] += failing
-        counts["running"] -= failing
+            failing = name in parked or bool(live and live.get("consecutiveErrors"))
+            counts["error" if failing else "running"] += 1
         counts["held"] = len(reg.held)
         plan = daemon.reconciler.last.plan
         if plan is not None:
@@ -65,37 +64,50 @@ class StateCollector(Collector):
                     counts["paused"] += 1
                 elif exclusion.kind == "completed":
                     counts["completed"] += 1
+        self.counts = counts
+        self.revision = {"commit": reg.commit or "", "dirty": str(reg.dirty).lower(),
+                         "generation": str(reg.generation)}
+
+    def collect(self) -> Iterator[GaugeMetricFamily | InfoMetricFamily]:
+        """The two families (module docstring), as of the last ``refresh``."""
         gauge = GaugeMetricFamily("monitors_monitors", "Monitors on this device by state.",
                                   labels=["state"])
         for state in STATES:
-            gauge.add_metric([state], counts[state])
+            gauge.add_metric([state], self.counts[state])
         yield gauge
         info = InfoMetricFamily("monitors_applied_revision",
                                 "The revision of the layers the daemon applied.")
-        info.add_metric([], {"commit": reg.commit or "", "dirty": str(reg.dirty).lower(),
-                             "generation": str(reg.generation)})
+        info.add_metric([], dict(self.revision))
         yield info
 
 
-_attached: set[int] = set()
+_collectors: dict[int, StateCollector] = {}
 
 
-def attach(daemon: Daemon) -> None:
-    """Register ``StateCollector(daemon)`` on the registry once, and the build info."""
-    if id(daemon) in _attached:
-        return
-    _attached.add(id(daemon))
-    metrics_mod.REGISTRY.register(StateCollector(daemon))
-    metrics_mod.build_info()
+def attach(daemon: Daemon) -> StateCollector:
+    """The ``StateCollector`` of ``daemon``, registered once (with the build info)."""
+    found = _collectors.get(id(daemon))
+    if found is None:
+        found = _collectors[id(daemon)] = StateCollector(daemon)
+        metrics_mod.REGISTRY.register(found)
+        metrics_mod.build_info()
+    return found
 
 
 async def exposition(request: web.Request) -> web.StreamResponse:
     """The text exposition (version 0.0.4)."""
     ctx = context(request)
-    attach(ctx.daemon)
-    body = generate_latest(metrics_mod.REGISTRY)
-    return web.Response(body=ctx.redactor.redact(body.decode()).encode(),
-                        headers={"Content-Type": CONTENT_TYPE_LATEST})
+    collector = attach(ctx.daemon)
+
+    def render() -> bytes:
+        return ctx.redactor.redact(generate_latest(metrics_mod.REGISTRY).decode()).encode()
+
+    async def make() -> bytes:  # rendered in a thread: the event loop keeps polling
+        collector.refresh()
+        return await asyncio.to_thread(render)
+
+    body = await ctx.shared("metrics", make)
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 
 ROUTES = (Route("GET", "/metrics", exposition),)

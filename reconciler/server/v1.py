@@ -38,7 +38,13 @@ async def status(request: web.Request) -> web.StreamResponse:
 async def monitors(request: web.Request) -> web.StreamResponse:
     """``list --json``'s document for this device."""
     ctx = context(request)
-    return ctx.json(await ctx.rows())
+
+    async def make() -> bytes:  # encoded in a thread: 1,000 rows are about 10 ms
+        rows = await ctx.rows()
+        return await asyncio.to_thread(ctx.json_body, rows)
+
+    body = await ctx.shared("v1/monitors", make)
+    return web.Response(body=body, content_type="application/json", charset="utf-8")
 
 
 async def monitor(request: web.Request) -> web.StreamResponse:

@@ -1,0 +1,217 @@
+"""HTTP load benchmark: a real daemon with N running monitors, C concurrent clients on
+``/metrics`` and ``/v1/monitors``; request latency, and poll lateness with and without load.
+
+One daemon subprocess (``monitors run``) on a temp repository of N ``file`` monitors
+(interval I, each reading its own small file: cheap polls, so lateness shows the event
+loop's delays rather than the sources') serves HTTP on a free loopback port. Then:
+
+1. **no load**: D seconds idle;
+2. **load**: C client tasks (httpx, one pooled client in a separate process) loop
+   for D seconds, each alternating ``GET /metrics`` and ``GET /v1/monitors``.
+
+Poll lateness comes from the daemon's own ``monitors_poll_lateness_seconds``
+histogram (the difference of two scrapes around each phase; quantiles interpolated
+within buckets, so they are bucket-resolution figures). The goal of issue 13:
+lateness p99 under load < 2x the no-load p99.
+
+Usage::
+
+    .venv/bin/python bench/http_load.py                 # N=1000, C=200, D=10s
+    .venv/bin/python bench/http_load.py --monitors 200 --clients 50 --duration 5
+
+These machines are shared (2 cores): compare the two phases of one run, not runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+TOKEN = "bench-token-0123456789abcdefghij"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def make_repo(base: Path, n: int, interval: str) -> Path:
+    root = base / "repo"
+    (root / "monitors.d" / "overlays").mkdir(parents=True)
+    (root / "system").mkdir()
+    (base / "watched").mkdir()
+    for i in range(n):  # one file each: monitors with one fingerprint would be duplicates
+        watched = base / "watched" / f"{i:04d}.txt"
+        watched.write_text("steady\n")
+        (root / "monitors.d" / f"m{i:04d}.yml").write_text(
+            f"name: m{i:04d}\nsource:\n  type: file\n  path: {watched}\n"
+            f"  interval: {interval}\naction:\n  type: notify\n  channel: log\n")
+    return root
+
+
+def scrape(url: str) -> dict[str, Any]:
+    """Histogram buckets of poll lateness and the poll count from ``/metrics``."""
+    import httpx
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = httpx.get(url + "/metrics", headers={"Authorization": f"Bearer {TOKEN}"},
+                     timeout=30).text
+    buckets: dict[float, float] = {}
+    polls = 0.0
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            if s.name == "monitors_poll_lateness_seconds_bucket":
+                buckets[float(s.labels["le"])] = s.value
+            elif s.name == "monitors_polls_total":
+                polls += s.value
+    return {"buckets": buckets, "polls": polls}
+
+
+def quantile(before: dict[float, float], after: dict[float, float], q: float) -> float:
+    """The ``q`` quantile of the observations between two scrapes (linear in a bucket)."""
+    edges = sorted(after)
+    counts = [after[e] - before.get(e, 0.0) for e in edges]
+    total = counts[-1]
+    if total <= 0:
+        return float("nan")
+    rank = q * total
+    low, prev = 0.0, 0.0
+    for edge, cum in zip(edges, counts, strict=True):
+        if cum >= rank:
+            if edge == float("inf"):
+                return low
+            inside = cum - prev
+            return low + (edge - low) * ((rank - prev) / inside if inside else 0.0)
+        low, prev = edge, cum
+    return low
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def load(url: str, clients: int, duration: float, out: Any) -> None:
+    """The load generator (its own process): ``clients`` tasks for ``duration`` s."""
+    import httpx
+
+    async def main() -> dict[str, Any]:
+        latencies: dict[str, list[float]] = {"/metrics": [], "/v1/monitors": []}
+        failures: dict[str, int] = {}
+        limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+        async with httpx.AsyncClient(limits=limits, timeout=30,
+                                     headers={"Authorization": f"Bearer {TOKEN}"}) as c:
+            deadline = time.monotonic() + duration
+
+            async def client(i: int) -> None:
+                paths = ("/metrics", "/v1/monitors") if i % 2 else ("/v1/monitors",
+                                                                    "/metrics")
+                n = 0
+                while time.monotonic() < deadline:
+                    path = paths[n % 2]
+                    n += 1
+                    t0 = time.monotonic()
+                    try:
+                        r = await c.get(url + path)
+                        ok = r.status_code == 200
+                        await r.aread()
+                    except httpx.HTTPError as e:
+                        ok = False
+                        failures[type(e).__name__] = failures.get(type(e).__name__, 0) + 1
+                    if ok:
+                        latencies[path].append(time.monotonic() - t0)
+                    else:
+                        failures["status"] = failures.get("status", 0) + 1
+
+            await asyncio.gather(*(client(i) for i in range(clients)))
+        return {"latencies": latencies, "failures": failures}
+
+    out.put(json.dumps(asyncio.run(main())))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--monitors", type=int, default=1000)
+    parser.add_argument("--clients", type=int, default=200)
+    parser.add_argument("--duration", type=float, default=10.0)
+    parser.add_argument("--interval", default="5s")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="monitors-http-bench-") as tmp:
+        root = make_repo(Path(tmp), args.monitors, args.interval)
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        env = {**os.environ, "MONITORS_HTTP_LISTEN": f"127.0.0.1:{port}",
+               "MONITORS_TOKEN": TOKEN}
+        log = open(Path(tmp) / "daemon.log", "wb")  # noqa: SIM115
+        daemon = subprocess.Popen(
+            [sys.executable, "-m", "reconciler", "--root", str(root), "--device", "bench",
+             "run"], env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root)
+        try:
+            import httpx
+
+            deadline = time.monotonic() + 120
+            while True:
+                try:
+                    if httpx.get(url + "/readyz", timeout=2).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if time.monotonic() > deadline or daemon.poll() is not None:
+                    sys.exit("the daemon did not become ready:\n"
+                             + (Path(tmp) / "daemon.log").read_text()[-3000:])
+                time.sleep(0.2)
+            print(f"daemon ready at {url}; waiting for every first poll", file=sys.stderr)
+            while scrape(url)["polls"] < args.monitors:  # every first poll done
+                time.sleep(0.5)
+            print("measuring: no load, then load", file=sys.stderr)
+            time.sleep(2.0)
+            idle0 = scrape(url)
+            time.sleep(args.duration)
+            idle1 = scrape(url)
+            queue: Any = multiprocessing.get_context("spawn").Queue()
+            gen = multiprocessing.get_context("spawn").Process(
+                target=load, args=(url, args.clients, args.duration, queue))
+            busy0 = scrape(url)
+            gen.start()
+            result = json.loads(queue.get(timeout=args.duration + 120))
+            gen.join(30)
+            busy1 = scrape(url)
+        finally:
+            daemon.terminate()
+            daemon.wait(30)
+            log.close()
+    lat = result["latencies"]
+    print(f"daemon: {args.monitors} file monitors every {args.interval}; load: "
+          f"{args.clients} clients for {args.duration:g}s on /metrics and /v1/monitors")
+    print(f"{'endpoint':<16}{'requests':>10}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}")
+    for path, values in lat.items():
+        print(f"{path:<16}{len(values):>10}{len(values) / args.duration:>9.0f}"
+              f"{pct(values, 0.5) * 1000:>9.1f}{pct(values, 0.99) * 1000:>9.1f}")
+    if result["failures"]:
+        print(f"failures: {result['failures']}")
+    print(f"{'poll lateness':<16}{'polls':>10}{'p50 ms':>9}{'p99 ms':>9}")
+    rows = []
+    for label, a, b in (("no load", idle0, idle1), ("under load", busy0, busy1)):
+        p50 = quantile(a["buckets"], b["buckets"], 0.5)
+        p99 = quantile(a["buckets"], b["buckets"], 0.99)
+        rows.append(p99)
+        print(f"{label:<16}{b['polls'] - a['polls']:>10.0f}{p50 * 1000:>9.1f}{p99 * 1000:>9.1f}")
+    print(f"lateness p99 under load / no load: {rows[1] / rows[0]:.2f}x (goal < 2x)")
+
+
+if __name__ == "__main__":
+    main()
