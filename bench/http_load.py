@@ -105,12 +105,20 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def load(url: str, clients: int, duration: float, out: Any) -> None:
-    """The load generator (its own process): ``clients`` tasks for ``duration`` s."""
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of process ``pid`` (and its threads), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def load(url: str, clients: int, duration: float, out: Any,
+         paths: tuple[str, ...] = ("/metrics", "/v1/monitors")) -> None:
+    """The load generator (its own process): ``clients`` tasks for ``duration`` s, each
+    going round ``paths`` (starting at a different one)."""
     import httpx
 
     async def main() -> dict[str, Any]:
-        latencies: dict[str, list[float]] = {"/metrics": [], "/v1/monitors": []}
+        latencies: dict[str, list[float]] = {p: [] for p in paths}
         failures: dict[str, int] = {}
         limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
         async with httpx.AsyncClient(limits=limits, timeout=30,
@@ -118,11 +126,9 @@ def load(url: str, clients: int, duration: float, out: Any) -> None:
             deadline = time.monotonic() + duration
 
             async def client(i: int) -> None:
-                paths = ("/metrics", "/v1/monitors") if i % 2 else ("/v1/monitors",
-                                                                    "/metrics")
-                n = 0
+                n = i
                 while time.monotonic() < deadline:
-                    path = paths[n % 2]
+                    path = paths[n % len(paths)]
                     n += 1
                     t0 = time.monotonic()
                     try:
@@ -149,6 +155,8 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=200)
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--interval", default="5s")
+    parser.add_argument("--paths", default="/metrics,/v1/monitors",
+                        help="endpoints the clients go round (e.g. /healthz for a floor)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="monitors-http-bench-") as tmp:
         root = make_repo(Path(tmp), args.monitors, args.interval)
@@ -156,7 +164,11 @@ def main() -> None:
         url = f"http://127.0.0.1:{port}"
         env = {**os.environ, "MONITORS_HTTP_LISTEN": f"127.0.0.1:{port}",
                "MONITORS_TOKEN": TOKEN}
-        log = open(Path(tmp) / "daemon.log", "wb")  # noqa: SIM115
+        if os.environ.get("BENCH_DAEMON_LOG"):  # keep the daemon's log (asyncio debug, ...)
+            tmp_log = Path(os.environ["BENCH_DAEMON_LOG"])
+        else:
+            tmp_log = Path(tmp) / "daemon.log"
+        log = open(tmp_log, "wb")  # noqa: SIM115
         daemon = subprocess.Popen(
             [sys.executable, "-m", "reconciler", "--root", str(root), "--device", "bench",
              "run"], env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root)
@@ -172,7 +184,7 @@ def main() -> None:
                     pass
                 if time.monotonic() > deadline or daemon.poll() is not None:
                     sys.exit("the daemon did not become ready:\n"
-                             + (Path(tmp) / "daemon.log").read_text()[-3000:])
+                             + tmp_log.read_text()[-3000:])
                 time.sleep(0.2)
             print(f"daemon ready at {url}; waiting for every first poll", file=sys.stderr)
             while scrape(url)["polls"] < args.monitors:  # every first poll done
@@ -180,23 +192,31 @@ def main() -> None:
             print("measuring: no load, then load", file=sys.stderr)
             time.sleep(2.0)
             idle0 = scrape(url)
+            cpu_start = cpu_seconds(daemon.pid)
             time.sleep(args.duration)
             idle1 = scrape(url)
+            cpu_idle = cpu_seconds(daemon.pid) - cpu_start
+            paths = tuple(args.paths.split(","))
             queue: Any = multiprocessing.get_context("spawn").Queue()
             gen = multiprocessing.get_context("spawn").Process(
-                target=load, args=(url, args.clients, args.duration, queue))
-            busy0 = scrape(url)
+                target=load, args=(url, args.clients, args.duration, queue, paths))
             gen.start()
+            time.sleep(1.0)  # the generator's interpreter starts
+            busy0 = scrape(url)
+            cpu0 = cpu_seconds(daemon.pid)
             result = json.loads(queue.get(timeout=args.duration + 120))
-            gen.join(30)
             busy1 = scrape(url)
+            cpu1 = cpu_seconds(daemon.pid)
+            gen.join(30)
         finally:
             daemon.terminate()
             daemon.wait(30)
             log.close()
     lat = result["latencies"]
     print(f"daemon: {args.monitors} file monitors every {args.interval}; load: "
-          f"{args.clients} clients for {args.duration:g}s on /metrics and /v1/monitors")
+          f"{args.clients} clients for {args.duration:g}s on {', '.join(paths)}")
+    print(f"daemon CPU: {100 * cpu_idle / args.duration:.0f}% of a core without load, "
+          f"{100 * (cpu1 - cpu0) / args.duration:.0f}% under load")
     print(f"{'endpoint':<16}{'requests':>10}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}")
     for path, values in lat.items():
         print(f"{path:<16}{len(values):>10}{len(values) / args.duration:>9.0f}"
