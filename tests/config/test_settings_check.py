@@ -188,7 +188,7 @@ def test_settings_schema_is_shipped_and_valid_draft_2020_12() -> None:
     jsonschema.Draft202012Validator.check_schema(doc)
     assert doc["additionalProperties"] is False
     assert set(doc["properties"]) == {"device", "stateDir", "layers", "fleet", "agents",
-                                      "routines", "channels", "owner", "system", "daemon"}
+                                      "routines", "channels", "owner", "system", "daemon", "http"}
 
 
 @pytest.mark.parametrize(("text", "where"), [
