@@ -30,9 +30,7 @@ def command(ctx: click.Context, wide: bool, as_json: bool, local: bool) -> int:
     from reconciler.render import terminal
 
     cfg = ctx.find_root().obj.settings()
-    data = views.rows(cfg)
-    if not local and fleet.peers(cfg):
-        data = fleet.listing(cfg, data)
+    data = fleet.listing(cfg, views.rows(cfg), ask=not local)
     click.echo(render.as_json(data) if as_json
                else terminal.escape(render.listing(data, wide=wide)), nl=False)
     return errors.ExitCode.INCOMPLETE if data.get("unreachable") else errors.ExitCode.OK

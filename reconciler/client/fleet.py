@@ -131,11 +131,13 @@ def gather(cfg: settings.Settings, path: str, **kw: Any) -> Answers:
     return asyncio.run(ask_all(cfg, path, **kw))
 
 
-def listing(cfg: settings.Settings, local: dict[str, Any]) -> dict[str, Any]:
-    """``local`` (``views.rows``) merged with every peer's ``/v1/monitors``: each row
-    gets ``device``; ``unreachable`` is ``[{"device", "error"}]``; ``devices`` lists
-    the devices that answered (this one first)."""
-    got = gather(cfg, "/v1/monitors")
+def listing(cfg: settings.Settings, local: dict[str, Any], *, ask: bool = True
+            ) -> dict[str, Any]:
+    """``local`` (``views.rows``) merged with every peer's ``/v1/monitors`` (none asked
+    when ``ask`` is False: ``list --local``): each row gets ``device``; ``unreachable``
+    is ``[{"device", "error"}]``; ``devices`` lists the devices that answered (this one
+    first)."""
+    got = gather(cfg, "/v1/monitors") if ask else Answers()
     rows = [{**r, "device": cfg.device} for r in local["monitors"]]
     for device, doc in got.answers.items():
         rows.extend({**r, "device": device} for r in doc.get("monitors") or []

@@ -71,7 +71,8 @@ def listing(data: dict[str, Any], *, wide: bool = False, width: int | None = Non
     wide``): one full line per monitor with CONDITION, OWNER and LIVENESS too.
     ``width`` (default: the terminal's, at least 80) bounds the liveness lines.
     """
-    fleet = "devices" in data  # a fleet listing (client.fleet.listing): a DEVICE column
+    # a fleet listing (client.fleet.listing) with another device in it: a DEVICE column
+    fleet = len(data.get("devices") or ()) > 1 or bool(data.get("unreachable"))
     if wide:
         rows = []
         for m in data["monitors"]:

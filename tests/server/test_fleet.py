@@ -45,8 +45,9 @@ def test_list_fans_out_and_tags_rows_with_their_device(fleet3) -> None:
     assert text.returncode == 0
     assert "DEVICE" in text.stdout.splitlines()[0] and "on-gamma" in text.stdout
     local = json.loads(a.cli("list", "--local", "--json").stdout)
-    assert [r["name"] for r in local["monitors"]] == ["on-alpha"]
-    assert "unreachable" not in local
+    assert [(r["device"], r["name"]) for r in local["monitors"]] == [("alpha", "on-alpha")]
+    assert local["unreachable"] == [] and local["devices"] == ["alpha"]
+    assert "DEVICE" not in a.cli("list", "--local").stdout
 
 
 def test_a_stopped_peer_is_named_unreachable_and_the_answer_is_incomplete(fleet3) -> None:
