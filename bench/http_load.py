@@ -6,8 +6,11 @@ One daemon subprocess (``monitors run``) on a temp repository of N ``file`` moni
 loop's delays rather than the sources') serves HTTP on a free loopback port. Then:
 
 1. **no load**: D seconds idle;
-2. **load**: C client tasks (httpx, one pooled client in a separate process) loop
-   for D seconds, each alternating ``GET /metrics`` and ``GET /v1/monitors``.
+2. **load**: C client tasks (httpx, split over ``--procs`` generator processes, each
+   with one pooled client) loop for D seconds, each alternating ``GET /metrics`` and
+   ``GET /v1/monitors``. On a 2-core machine the generators compete with the daemon
+   for CPU: request latencies include the generators' own queueing (``--paths
+   /healthz`` gives that floor).
 
 Poll lateness comes from the daemon's own ``monitors_poll_lateness_seconds``
 histogram (the difference of two scrapes around each phase; quantiles interpolated
@@ -155,6 +158,8 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=200)
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--interval", default="5s")
+    parser.add_argument("--procs", type=int, default=2,
+                        help="load generator processes the clients are split over")
     parser.add_argument("--paths", default="/metrics,/v1/monitors",
                         help="endpoints the clients go round (e.g. /healthz for a floor)")
     args = parser.parse_args()
@@ -197,24 +202,36 @@ def main() -> None:
             idle1 = scrape(url)
             cpu_idle = cpu_seconds(daemon.pid) - cpu_start
             paths = tuple(args.paths.split(","))
-            queue: Any = multiprocessing.get_context("spawn").Queue()
-            gen = multiprocessing.get_context("spawn").Process(
-                target=load, args=(url, args.clients, args.duration, queue, paths))
-            gen.start()
-            time.sleep(1.0)  # the generator's interpreter starts
+            spawn = multiprocessing.get_context("spawn")
+            queue: Any = spawn.Queue()
+            share = [args.clients // args.procs + (i < args.clients % args.procs)
+                     for i in range(args.procs)]
+            gens = [spawn.Process(target=load, args=(url, n, args.duration, queue, paths))
+                    for n in share]
+            for gen in gens:
+                gen.start()
+            time.sleep(1.0)  # the generators' interpreters start
             busy0 = scrape(url)
             cpu0 = cpu_seconds(daemon.pid)
-            result = json.loads(queue.get(timeout=args.duration + 120))
+            parts = [json.loads(queue.get(timeout=args.duration + 120)) for _ in gens]
             busy1 = scrape(url)
             cpu1 = cpu_seconds(daemon.pid)
-            gen.join(30)
+            for gen in gens:
+                gen.join(30)
+            result: dict[str, Any] = {"latencies": {p: [] for p in paths}, "failures": {}}
+            for part in parts:
+                for path, values in part["latencies"].items():
+                    result["latencies"][path].extend(values)
+                for kind, n in part["failures"].items():
+                    result["failures"][kind] = result["failures"].get(kind, 0) + n
         finally:
             daemon.terminate()
             daemon.wait(30)
             log.close()
     lat = result["latencies"]
     print(f"daemon: {args.monitors} file monitors every {args.interval}; load: "
-          f"{args.clients} clients for {args.duration:g}s on {', '.join(paths)}")
+          f"{args.clients} clients in {args.procs} processes for {args.duration:g}s on "
+          f"{', '.join(paths)}")
     print(f"daemon CPU: {100 * cpu_idle / args.duration:.0f}% of a core without load, "
           f"{100 * (cpu1 - cpu0) / args.duration:.0f}% under load")
     print(f"{'endpoint':<16}{'requests':>10}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}")
