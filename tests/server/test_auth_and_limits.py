@@ -41,6 +41,13 @@ def test_oversized_body_is_413_and_garbage_is_400_and_the_daemon_goes_on(peers) 
     big = p.post("/v1/plan", content=b"x" * (2 << 20))
     assert big.status_code == 413
     assert big.json()["apiVersion"] == "v1"
+
+    def chunks():  # no Content-Length: the limit holds while reading
+        for _ in range(40):
+            yield b"y" * 65536
+
+    chunked = p.post("/v1/plan", content=chunks())
+    assert chunked.status_code == 413 and chunked.json()["apiVersion"] == "v1"
     assert p.post("/v1/plan", content=b"\xff\xfe not json").status_code == 400
     assert p.post("/v1/plan", json=[1, 2]).status_code == 400
     host, port = p.url.removeprefix("http://").rsplit(":", 1)
