@@ -6,11 +6,12 @@ One daemon subprocess (``monitors run``) on a temp repository of N ``file`` moni
 loop's delays rather than the sources') serves HTTP on a free loopback port. Then:
 
 1. **no load**: D seconds idle;
-2. **load**: C client tasks (httpx, split over ``--procs`` generator processes, each
-   with one pooled client) loop for D seconds, each alternating ``GET /metrics`` and
-   ``GET /v1/monitors``. On a 2-core machine the generators compete with the daemon
-   for CPU: request latencies include the generators' own queueing (``--paths
-   /healthz`` gives that floor).
+2. **load**: C clients loop for D seconds on ``GET /metrics`` and ``GET /v1/monitors``
+   (half each), keep-alive, with no pause between requests: ApacheBench (``ab``,
+   Debian's apache2-utils) when installed, else httpx clients split over ``--procs``
+   processes. On a 2-core machine the generator competes with the daemon for CPU;
+   httpx clients cost far more than ab, so their figures mostly measure themselves
+   (``--paths /healthz`` gives that floor).
 
 Poll lateness comes from the daemon's own ``monitors_poll_lateness_seconds``
 histogram (the difference of two scrapes around each phase; quantiles interpolated
@@ -32,6 +33,7 @@ import asyncio
 import json
 import multiprocessing
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -152,12 +154,82 @@ def load(url: str, clients: int, duration: float, out: Any,
     out.put(json.dumps(asyncio.run(main())))
 
 
+def load_httpx(url: str, args: Any, paths: tuple[str, ...], pid: int
+               ) -> tuple[dict[str, Any], float, dict[str, Any]]:
+    """The load from ``args.procs`` processes of httpx clients (``load``): the scrape and
+    daemon CPU at its start, and the latencies, summarised as ``load_ab`` does."""
+    spawn = multiprocessing.get_context("spawn")
+    queue: Any = spawn.Queue()
+    share = [args.clients // args.procs + (i < args.clients % args.procs)
+             for i in range(args.procs)]
+    gens = [spawn.Process(target=load, args=(url, n, args.duration, queue, paths))
+            for n in share]
+    for gen in gens:
+        gen.start()
+    time.sleep(1.0)  # the generators' interpreters start
+    start, cpu0 = scrape(url), cpu_seconds(pid)
+    parts = [json.loads(queue.get(timeout=args.duration + 120)) for _ in gens]
+    for gen in gens:
+        gen.join(30)
+    latencies: dict[str, list[float]] = {p: [] for p in paths}
+    failures: dict[str, int] = {}
+    for part in parts:
+        for path, values in part["latencies"].items():
+            latencies[path].extend(values)
+        for kind, n in part["failures"].items():
+            failures[kind] = failures.get(kind, 0) + n
+    summary = {p: {"requests": float(len(v)), "50%": pct(v, 0.5), "99%": pct(v, 0.99)}
+               for p, v in latencies.items()}
+    return start, cpu0, {"summary": summary, "failures": failures}
+
+
+def load_ab(url: str, clients: int, duration: float, paths: tuple[str, ...]
+            ) -> dict[str, Any]:
+    """The same load with ApacheBench (``ab -k``, Debian's apache2-utils): one ``ab``
+    per path with its share of the clients, keep-alive, for ``duration`` seconds. ab is
+    C and single-threaded, so the generator takes far less CPU than Python clients
+    (which, on 2 cores, starve the daemon and measure themselves). ab counts answers of
+    another length than the first as "failed (Length)": the answers change, so those
+    are not failures and are left out."""
+    procs = {}
+    for i, path in enumerate(paths):
+        share = clients // len(paths) + (i < clients % len(paths))
+        procs[path] = subprocess.Popen(
+            ["ab", "-q", "-k", "-c", str(share), "-t", str(int(duration)), "-n", "100000000",
+             "-H", f"Authorization: Bearer {TOKEN}", url + path],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out: dict[str, Any] = {"summary": {}, "failures": {}}
+    for path, proc in procs.items():
+        text, _ = proc.communicate(timeout=duration + 60)
+        figures: dict[str, float] = {}
+        for line in text.splitlines():
+            words = line.split()
+            if line.startswith("Complete requests:"):
+                figures["requests"] = float(words[-1])
+            elif line.startswith("Non-2xx responses:"):
+                out["failures"][f"{path} non-2xx"] = int(words[-1])
+            elif line.strip().startswith("(Connect:"):  # ab's breakdown of failures:
+                # "Length" only says bodies differ in size (the answers change): not one
+                for kind, n in zip(words[::2], words[1::2], strict=False):
+                    if kind.strip("(:,") not in ("Length",) and int(n.strip(",)")):
+                        out["failures"][f"{path} {kind.strip('(:,')}"] = int(n.strip(",)"))
+            elif len(words) == 2 and words[0] in ("50%", "99%"):
+                figures[words[0]] = float(words[1]) / 1000
+        if "requests" not in figures:
+            sys.exit(f"ab failed on {path}:\n{text[-2000:]}")
+        out["summary"][path] = figures
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--monitors", type=int, default=1000)
     parser.add_argument("--clients", type=int, default=200)
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--interval", default="5s")
+    parser.add_argument("--generator", choices=("ab", "httpx"),
+                        default="ab" if shutil.which("ab") else "httpx",
+                        help="ab (ApacheBench, when installed) or Python httpx clients")
     parser.add_argument("--procs", type=int, default=2,
                         help="load generator processes the clients are split over")
     parser.add_argument("--paths", default="/metrics,/v1/monitors",
@@ -202,42 +274,27 @@ def main() -> None:
             idle1 = scrape(url)
             cpu_idle = cpu_seconds(daemon.pid) - cpu_start
             paths = tuple(args.paths.split(","))
-            spawn = multiprocessing.get_context("spawn")
-            queue: Any = spawn.Queue()
-            share = [args.clients // args.procs + (i < args.clients % args.procs)
-                     for i in range(args.procs)]
-            gens = [spawn.Process(target=load, args=(url, n, args.duration, queue, paths))
-                    for n in share]
-            for gen in gens:
-                gen.start()
-            time.sleep(1.0)  # the generators' interpreters start
-            busy0 = scrape(url)
-            cpu0 = cpu_seconds(daemon.pid)
-            parts = [json.loads(queue.get(timeout=args.duration + 120)) for _ in gens]
+            if args.generator == "ab":
+                busy0 = scrape(url)
+                cpu0 = cpu_seconds(daemon.pid)
+                result = load_ab(url, args.clients, args.duration, paths)
+            else:
+                busy0, cpu0, result = load_httpx(url, args, paths, daemon.pid)
             busy1 = scrape(url)
             cpu1 = cpu_seconds(daemon.pid)
-            for gen in gens:
-                gen.join(30)
-            result: dict[str, Any] = {"latencies": {p: [] for p in paths}, "failures": {}}
-            for part in parts:
-                for path, values in part["latencies"].items():
-                    result["latencies"][path].extend(values)
-                for kind, n in part["failures"].items():
-                    result["failures"][kind] = result["failures"].get(kind, 0) + n
         finally:
             daemon.terminate()
             daemon.wait(30)
             log.close()
-    lat = result["latencies"]
     print(f"daemon: {args.monitors} file monitors every {args.interval}; load: "
-          f"{args.clients} clients in {args.procs} processes for {args.duration:g}s on "
+          f"{args.clients} clients ({args.generator}) for {args.duration:g}s on "
           f"{', '.join(paths)}")
     print(f"daemon CPU: {100 * cpu_idle / args.duration:.0f}% of a core without load, "
           f"{100 * (cpu1 - cpu0) / args.duration:.0f}% under load")
     print(f"{'endpoint':<16}{'requests':>10}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}")
-    for path, values in lat.items():
-        print(f"{path:<16}{len(values):>10}{len(values) / args.duration:>9.0f}"
-              f"{pct(values, 0.5) * 1000:>9.1f}{pct(values, 0.99) * 1000:>9.1f}")
+    for path, f in result["summary"].items():
+        print(f"{path:<16}{f['requests']:>10.0f}{f['requests'] / args.duration:>9.0f}"
+              f"{f['50%'] * 1000:>9.1f}{f['99%'] * 1000:>9.1f}")
     if result["failures"]:
         print(f"failures: {result['failures']}")
     print(f"{'poll lateness':<16}{'polls':>10}{'p50 ms':>9}{'p99 ms':>9}")
