@@ -19,7 +19,9 @@ Every route declares how it is authenticated (``Route.auth``):
 Limits: a body over the route's ``max_body`` (default ``[http] maxBodyBytes``) is
 413 before it is read; a request over ``[http] requestTimeout`` is 503; aiohttp
 answers a malformed request line or header with 400. Every error is JSON
-``{"apiVersion": "v1", "error": "one line"}``; an unexpected exception is a 500
+``{"apiVersion": "v1", "error": "one line"}``; an error of the daemon's own files or
+state (``errors.MonitorsError``, e.g. an unreadable state directory) is a 503 with its
+line; an unexpected exception is a 500
 with its type name, logged once, and never reaches the daemon. Every JSON answer
 goes through the daemon's ``Redactor`` (the token itself is registered there), so
 no secret value is ever answered.
@@ -217,8 +219,8 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         message = e.text if e.text and not e.text.startswith(f"{e.status}:") else e.reason
         return error(request, e.status, message, headers={
             k: v for k, v in e.headers.items() if k in ("Allow", "WWW-Authenticate")})
-    except errors.MonitorsError as e:
-        return error(request, 400, str(e))
+    except errors.MonitorsError as e:  # the daemon's files or state, not the request
+        return error(request, 503, str(e))
     except Exception as e:
         log.exception("http: %s %s failed", request.method, request.path)
         return error(request, 500, f"internal error ({type(e).__name__}); see the daemon log")
