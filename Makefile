@@ -50,6 +50,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/plan_scale.py
 	$(BIN)/python bench/engine_scale.py
 	$(BIN)/python bench/reconcile_latency.py
+	$(BIN)/python bench/http_load.py
 
 clean:
 	rm -rf $(VENV) .history .hypothesis

@@ -8,6 +8,7 @@ Terraform's convention of 0 = no changes, 1 = error, 2 = changes):
 1     a user-facing error (bad file, bad flag, dead pid, ...)
 2     reserved for "changes present" (``plan --detailed-exitcode``)
 3     an internal bug (a traceback we did not expect)
+4     incomplete: a fleet device could not be reached (``list``; the rest is shown)
 130   interrupted (Ctrl-C)
 ====  =========================================================
 
@@ -27,6 +28,7 @@ class ExitCode(enum.IntEnum):
     ERROR = 1
     CHANGES = 2
     BUG = 3
+    INCOMPLETE = 4
     INTERRUPTED = 130
 
 

@@ -21,11 +21,14 @@ class Device:
         name: the device name monitors pin to.
         address: ``host:port`` of its daemon's control API over HTTP, or None.
         interactive: the fleet's interactive host (owner of unpinned built-ins).
+        token_env: the environment variable holding its API token (None: this
+            device's own token, ``reconciler.tokens``).
     """
 
     name: DeviceName
     address: str | None = None
     interactive: bool = False
+    token_env: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +94,8 @@ def load(path: Path) -> Fleet:
     if doc is None:
         return Fleet()
     devices = tuple(
-        Device(DeviceName(d["name"]), d.get("address"), bool(d.get("interactive", False)))
+        Device(DeviceName(d["name"]), d.get("address"), bool(d.get("interactive", False)),
+               d.get("tokenEnv"))
         for d in doc.data["devices"]
     )
     return Fleet(devices=devices, exists=True)

@@ -122,6 +122,9 @@ def console_script() -> str:
 
 
 os.environ.setdefault("MONITORS_DEVICE", "test-box")
+# Daemons started by tests serve no HTTP unless a test asks (many run at once; the
+# default 127.0.0.1:8765 would be taken by the first): tests/server sets its own.
+os.environ.setdefault("MONITORS_HTTP_LISTEN", "")
 
 
 def processes_with_arg(arg: str) -> list[int]:

@@ -1,8 +1,9 @@
 """Layers import downward only (STYLE.md): a small import-linter over the package's AST.
 
-cli > client > (render | daemon) > snapshot > planning > (config | state) > (model, errors,
+cli > server > client > (render | daemon) > snapshot > planning > (config | state) > (model, errors,
 durations, processes, redaction, atomic);
-config and state never import each other;
+config and state never import each other; server/ (the daemon's HTTP face) is imported
+by cli only (``monitors run`` attaches it to the daemon);
 client/ (the CLI's side of the daemon) imports of daemon/ only the control protocol and
 the start report, never the daemon's internals;
 sources, conditions and actions never import each other; click appears only in cli/.
@@ -114,12 +115,18 @@ FORBIDDEN: dict[str, set[str]] = {
     "render": {"cli", "daemon", "client"},
     # snapshot: the I/O half of planning (layers, fleet, git -> plan inputs)
     "snapshot": {"daemon", "client", "render", "cli"},
-    "client": {"cli"},
+    "client": {"cli", "server"},
+    # the daemon's HTTP server: above daemon and client, below cli
+    "server": {"cli"},
+    # the API token: read by the server and the fleet client, written by `token create`
+    "tokens": {"state", "planning", "sources", "conditions", "actions", "daemon", "render",
+               "cli", "client", "server"},
 }
 
 # upper areas -> the only areas that may import them (the lower ones above never do)
 IMPORTED_ONLY_BY: dict[str, set[str]] = {
-    "client": {"cli"},
+    "client": {"cli", "server"},
+    "server": {"cli"},
     "snapshot": {"client", "daemon", "cli"},
 }
 

@@ -23,10 +23,11 @@ environment through the public methods below (``spawn``, ``update``, ``finish``,
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
-from collections.abc import Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -104,6 +105,8 @@ class Dispatcher:
         self.runs = jobs.Runs(self)
         self._client: httpx.AsyncClient | None = None
         self._closed = False
+        self.on_finish: Callable[[Monitor, Event, FireStatus], None] | None = None
+        """Told when each fire ends (the daemon's metrics); must not raise or block."""
 
     # -- the Dispatcher protocol -------------------------------------------------
 
@@ -218,6 +221,9 @@ class Dispatcher:
     ) -> None:
         await self.update(monitor.name, event.id, status=str(status),
                           finishedAt=timestamps.utc_micro(), **fields)
+        if self.on_finish is not None:
+            with contextlib.suppress(Exception):
+                self.on_finish(monitor, event, status)
         reason = str(fields.get("reason", ""))
         if status is FireStatus.FAILED:
             LOG.warning("fire %s/%s failed: %s", monitor.name, event.id,

@@ -202,7 +202,16 @@ def command(ctx: click.Context, /, **params: Any) -> int:
             + " (one trigger would fire twice; pass --force if deliberate: writes "
             "allowDuplicate: true)"
         )
-    if dupes:
+    from reconciler.client import fleet as fleet_client
+
+    peer_check = fleet_client.duplicates(settings, monitor.fingerprint, name=req.name)
+    if peer_check.found and not req.force:
+        raise errors.UsageError(
+            "same behaviour already exists on another device: " + "; ".join(
+                f"{name!r} on {device}" for device, name in peer_check.found)
+            + " (one trigger would fire twice; pass --force if deliberate: writes "
+            "allowDuplicate: true)")
+    if dupes or peer_check.found:
         doc["allowDuplicate"] = True
     path = settings.user_dir / f"{req.name}.yml"
     text = writer.monitor_yaml(doc, root=settings.root, target=path,
@@ -221,10 +230,13 @@ def command(ctx: click.Context, /, **params: Any) -> int:
     if found.system is not None:
         click.echo(f"note: shadows the built-in {shown(settings, found.system)}, which no "
                    "longer receives upstream fixes here", err=True)
-    peers = [str(d.name) for d in fleet.devices if d.name != settings.device and d.address]
-    if peers:
-        click.echo("note: duplicate check covered this repository only; fleet peers not "
-                   f"consulted: {', '.join(peers)}", err=True)
+    if peer_check.found:
+        click.echo("note: declared a deliberate duplicate of " + ", ".join(
+            f"{name!r} on {device}" for device, name in peer_check.found), err=True)
+    if peer_check.unreachable:
+        click.echo("note: duplicate check could not consult " + "; ".join(
+            f"{device} ({error})" for device, error in peer_check.unreachable.items()),
+            err=True)
     if params["apply"]:
         return run_apply(ctx)
     return errors.ExitCode.OK

@@ -39,6 +39,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "layers": ("layers", "Show every built-in and what the user layer does to it."),
     "system": ("system", "Manage the pull-only system layer (pull, status)."),
     "channels": ("channels", "Send a test message through a notify channel."),
+    "token": ("token", "Create the bearer token of the daemon's HTTP API."),
+    "service": ("service", "Install a systemd unit that runs the daemon."),
 }
 
 

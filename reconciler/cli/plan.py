@@ -40,10 +40,13 @@ from reconciler import errors
               type=click.Path(path_type=Path, dir_okay=False),
               help="Plan against the running state exported by `monitors status --export` "
               "(for that device) instead of this device's daemon.")
+@click.option("--device", "device", metavar="NAME",
+              help="Plan this tree for fleet device NAME against its running state (asked "
+              "over its HTTP API).")
 @click.pass_context
 def command(ctx: click.Context, as_json: bool, out: Path | None, detailed_exitcode: bool,
             no_color: bool, show_unchanged: bool, allow_mass_stop: bool, ref: str | None,
-            against: Path | None) -> int:
+            against: Path | None, device: str | None) -> int:
     """Show what a reconcile would start, stop, replace and update on this device.
 
     Invalid files do not hide the rest: valid monitors are planned, and an invalid
@@ -62,9 +65,14 @@ def command(ctx: click.Context, as_json: bool, out: Path | None, detailed_exitco
     from reconciler.render import style
 
     cfg = ctx.find_root().obj.settings()
-    with lint.no_cyclic_gc():  # as lint does: the load's objects all stay alive
-        plan = handover.current_plan(cfg, allow_mass_stop=allow_mass_stop, ref=ref,
-                                     against=against)
+    if device is not None and device != cfg.device:
+        from reconciler.client import fleet
+
+        plan = fleet.plan_for_device(cfg, device)
+    else:
+        with lint.no_cyclic_gc():  # as lint does: the load's objects all stay alive
+            plan = handover.current_plan(cfg, allow_mass_stop=allow_mass_stop, ref=ref,
+                                         against=against)
     if out is not None:
         from reconciler import atomic
 

@@ -67,6 +67,8 @@ def command(ctx: click.Context, once: bool, wait: float, resync: float | None,
             from reconciler.daemon import demo as demo_mod
 
             daemon.also("demo", lambda: demo_mod.tick(cfg.root))
+        if not once:
+            _serve_http(daemon, cfg)
         daemon.on_ready = report.ready
         rc = daemon.run()
     except errors.MonitorsError as e:
@@ -75,3 +77,20 @@ def command(ctx: click.Context, once: bool, wait: float, resync: float | None,
     finally:
         report.ready()
     return errors.ExitCode(rc)
+
+
+def _serve_http(daemon: object, cfg: object) -> None:
+    """Attach the HTTP server (``server.app``) unless ``[http] listen`` is ``""``.
+
+    Raises:
+        errors.ConfigError: ``[http]`` is invalid or the token file is refused.
+    """
+    from reconciler import tokens
+    from reconciler.daemon.main import Daemon
+    from reconciler.server import app, options
+    from reconciler.settings import Settings
+
+    assert isinstance(daemon, Daemon) and isinstance(cfg, Settings)
+    http = options.load(cfg)
+    if http.enabled:
+        daemon.serve(app.HttpServer(daemon, http, tokens.read(cfg)))

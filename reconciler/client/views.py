@@ -8,8 +8,9 @@ store creates nothing on reads) and never prints. Renderers in
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from reconciler import errors, settings, snapshot
 from reconciler.client import control as client
@@ -92,8 +93,13 @@ def _row(name: MonitorName, monitor: Monitor, *, status: str, owner: str, placem
     }
 
 
-def rows(cfg: settings.Settings) -> dict[str, Any]:
+def rows(cfg: settings.Settings, *,
+         status: Mapping[str, Any] | Literal["ask"] | None = "ask") -> dict[str, Any]:
     """Every monitor known here (valid, invalid-but-applied, running) with liveness.
+
+    Args:
+        status: the daemon's ``status`` reply; ``"ask"`` (default) asks the daemon
+            over the control socket. The daemon's HTTP API passes its own.
 
     Returns:
         ``{"device", "daemon": {"running", "pid", "generation", "git"}, "problems":
@@ -103,7 +109,7 @@ def rows(cfg: settings.Settings) -> dict[str, Any]:
         ``revision`` is the commit its running version was applied from.
     """
     with direrrors.state_errors(cfg.state_dir):
-        return _rows(cfg)
+        return _rows(cfg, client.status(cfg.state_dir) if status == "ask" else status)
 
 
 def _snapshot(cfg: settings.Settings, reg: registry_mod.Registry,
@@ -123,8 +129,7 @@ def _snapshot(cfg: settings.Settings, reg: registry_mod.Registry,
     return snapshot.at_commit(snap, at.root, cfg.root, commit)
 
 
-def _rows(cfg: settings.Settings) -> dict[str, Any]:
-    status = client.status(cfg.state_dir)
+def _rows(cfg: settings.Settings, status: Mapping[str, Any] | None) -> dict[str, Any]:
     reg = registry_mod.load(cfg.state_dir)
     applied = {n: e.monitor for n, e in reg.entries.items()}
     store = _store(cfg)
@@ -221,14 +226,15 @@ def status(cfg: settings.Settings) -> dict[str, Any]:
             "monitors": sorted(reg.entries), "problems": [], "lastReconcile": None}
 
 
-def view(cfg: settings.Settings, name: str, *, fires: int = 10) -> dict[str, Any]:
+def view(cfg: settings.Settings, name: str, *, fires: int = 10,
+         status: Mapping[str, Any] | Literal["ask"] | None = "ask") -> dict[str, Any]:
     """One monitor in full: resolved config, origin, scope, fingerprint, liveness,
-    condition state, running entry and recent fires.
+    condition state, running entry and recent fires (``status``: as for ``rows``).
 
     Raises:
         errors.NotFoundError: no layer defines ``name`` and it is not running.
     """
-    listing = rows(cfg)
+    listing = rows(cfg, status=status)
     row = next((r for r in listing["monitors"] if r["name"] == name), None)
     if row is None:
         raise errors.NotFoundError(f"no monitor named {name!r} on this device (see "

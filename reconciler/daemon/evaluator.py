@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING
 
 from reconciler import errors, events
 from reconciler.daemon import clock as clock_mod
+from reconciler.daemon import metrics
 from reconciler.daemon import scheduler as scheduler_mod
 from reconciler.daemon.pipeline import Pipeline
 from reconciler.daemon.polls import Entry, FirstPoll, PollResult, Stats, load_state, offset_fraction
@@ -375,6 +376,7 @@ class Engine(Pipeline):
             return
         self.stats.polls += 1
         self.stats.lateness.append(now - due)
+        metrics.poll_started(now - due)
         entry.busy = True
         entry.task = loop.create_task(self._poll_task(entry))
 

@@ -17,6 +17,8 @@ Life cycle (``Daemon.run``):
    instead of the layers, and fetches a remote ref every ``[git] fetch`` (jittered);
 5. SIGHUP: re-read monitors.toml and the fleet file, then reconcile (``daemon.reload``;
    an invalid file keeps the settings in use and is logged);
+   under systemd (``NOTIFY_SOCKET``) READY, RELOADING, STOPPING and WATCHDOG are
+   sent (``daemon.sdnotify``);
    SIGTERM/SIGINT: stop the evaluators (in-flight state writes finish), drain the
    dispatcher briefly, flush liveness, publish the registry as not running,
    remove the socket, release the lock, exit 0.
@@ -44,10 +46,10 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from reconciler import errors, redaction, settings, timestamps
-from reconciler.daemon import control, logformat, operations, protocol, watch
+from reconciler.daemon import control, logformat, operations, protocol, sdnotify, watch
 from reconciler.daemon import parts as parts_mod
 from reconciler.daemon import reconcile as reconcile_mod
 from reconciler.model import MonitorName
@@ -63,6 +65,22 @@ DEFAULT_ONCE_WAIT = 30.0
 SHUTDOWN_DRAIN = 3.0
 LOCK_CHECK = 2.0
 """Seconds between checks that ``<state>/daemon.lock`` is still the inode this daemon locked."""
+
+
+class Service(Protocol):
+    """Something the daemon serves besides the control socket (the HTTP server,
+    ``server.app.HttpServer``): started once the first reconcile ran and before the
+    ready line, closed at stop before the evaluators."""
+
+    async def start(self) -> None:
+        """Start serving.
+
+        Raises:
+            errors.MonitorsError: it cannot (one line; the daemon exits 1).
+        """
+
+    async def close(self) -> None:
+        """Stop serving (never raises)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +131,9 @@ class Daemon:
         self._trigger: watch.Trigger | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._extra: list[tuple[str, Callable[[], Coroutine[Any, Any, None]]]] = []
+        self._services: list[Service] = []
         self._reload_requested = False  # SIGHUP: re-read monitors.toml before reconciling
+        self.notifier = sdnotify.Notifier(None)  # systemd (Type=notify); set in _main
 
     @property
     def cfg(self) -> settings.Settings:
@@ -124,6 +144,11 @@ class Daemon:
         """Also run ``task()`` as the named task while serving (not with ``once``);
         cancelled at stop. ``monitors run --demo`` runs ``daemon.demo.tick`` so."""
         self._extra.append((name, task))
+
+    def serve(self, service: Service) -> None:
+        """Also serve ``service`` (not with ``once``): see ``Service``. ``monitors run``
+        adds the HTTP server so (``server.app``); the daemon itself knows nothing of it."""
+        self._services.append(service)
 
     # -- entry -------------------------------------------------------------------
 
@@ -157,6 +182,7 @@ class Daemon:
 
     async def _main(self) -> int:
         self._stopping = asyncio.Event()
+        self.notifier = sdnotify.Notifier.from_env()
         redaction.filter_logs(self.redactor)
         self._trigger = watch.Trigger(debounce=self.options.debounce)
         loop = asyncio.get_running_loop()
@@ -170,6 +196,7 @@ class Daemon:
         self.parts.engine.resume = not self.options.once  # --once polls every monitor now
         server: control.ControlServer | None = None
         watcher: watch.Watcher | None = None
+        started: list[Service] = []
         rc = 0
         try:
             await self.reconciler.recover()
@@ -193,6 +220,9 @@ class Daemon:
                     log.warning("cannot watch the layers: %s (the periodic resync every %gs "
                                 "still picks up changes)", e.strerror or e,
                                 self.options.resync)
+                for service in self._services:
+                    await service.start()
+                    started.append(service)
                 for name, task in self._extra:
                     self._spawn(task(), name)
                 git = self.reconciler.git
@@ -204,8 +234,13 @@ class Daemon:
                          len(self.registry.entries), watching, self.options.resync)
                 if self.on_ready is not None:
                     self.on_ready()
+                self.notifier.ready(f"{len(self.registry.entries)} monitors running")
+                self._spawn(self.notifier.watchdog_loop(), "systemd-watchdog")
                 await self._loop(watcher)
         finally:
+            for service in reversed(started):
+                with contextlib.suppress(Exception):
+                    await service.close()
             if watcher is not None:
                 watcher.stop()
             if server is not None and self.lost is None:
@@ -219,6 +254,7 @@ class Daemon:
     def _request_stop(self, sig: signal.Signals) -> None:
         if self._stopping is not None and not self._stopping.is_set():
             log.info("%s received: stopping", sig.name)
+            self.notifier.stopping()
             self._stopping.set()
             if self._trigger is not None:
                 self._trigger.poke("stop")
@@ -304,6 +340,7 @@ class Daemon:
                 rec.pause_due = None  # re-armed by the reconcile (not retried in a loop)
             if self._reload_requested:
                 self._reload_requested = False
+                self.notifier.reloading()
                 await self._reload()
                 next_resync = now + self.options.resync  # [daemon] resync may have changed
                 trigger = "SIGHUP"
@@ -326,6 +363,8 @@ class Daemon:
                 log.error("reconcile failed: %s (will retry)", e)
             except Exception:
                 log.exception("reconcile failed (a bug; will retry)")
+            if trigger == "SIGHUP":
+                self.notifier.ready(f"{len(self.registry.entries)} monitors running")
 
     def _next_fetch(self) -> float | None:
         """Monotonic time of the next fetch (git mode, a ref a fetch can move), jittered."""

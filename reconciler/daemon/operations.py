@@ -27,6 +27,9 @@ class Operations:
 
     def __init__(self, reconciler: reconcile_mod.Reconciler) -> None:
         self.reconciler = reconciler
+        self.endpoints: dict[str, str] = {}
+        """What else the daemon serves, by name: ``{"http": "http://127.0.0.1:8765"}``
+        (filled by the services themselves; in ``status`` as ``endpoints``)."""
 
     async def answer(self, request: protocol.Request) -> protocol.Reply:
         """The reply to one request (``daemon.protocol`` documents each).
@@ -87,6 +90,7 @@ class Operations:
             "writeErrors": rec.parts.store.write_errors() if rec.parts is not None else {},
             "settingsDigest": protocol.settings_digest(rec.cfg),  # a SIGHUP may change it
             "lastReconcile": {"at": last.at, "summary": last.summary, "trigger": last.trigger},
+            "endpoints": dict(self.endpoints),
         }
 
     async def first_polls(self, names: list[MonitorName], timeout: float

@@ -51,7 +51,7 @@ def build(cfg: settings.Settings, registry: registry_mod.Registry, *,
     """
     from reconciler import fleet
     from reconciler.actions import dispatch, guards
-    from reconciler.daemon import evaluator
+    from reconciler.daemon import evaluator, metrics
     from reconciler.sources.context import SourceContext
     from reconciler.state import store as store_mod
 
@@ -60,6 +60,7 @@ def build(cfg: settings.Settings, registry: registry_mod.Registry, *,
                                 redactor=redactor)
     guard = guards.build(store, dispatcher)
     guard.on_autopause = on_autopause
+    dispatcher.on_finish = metrics.fire_finished
     ctx = SourceContext.create(store=store, fleet=fleet.load(cfg.fleet_file),
                                        settings=cfg, redactor=redactor)
     engine = evaluator.Engine(store, dispatcher, ctx=ctx, guard=guard)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from reconciler import conditions, errors, events, sources
 from reconciler.conditions import lifecycle, outage
 from reconciler.daemon import clock as clock_mod
+from reconciler.daemon import metrics
 from reconciler.daemon.polls import Entry, FirstPoll, PollResult, Stats, make_event
 from reconciler.model import MonitorName, Observation
 from reconciler.sources import command
@@ -64,15 +65,18 @@ class Pipeline:
 
     async def _poll(self, entry: Entry) -> PollResult:
         monitor = entry.monitor
+        started = self.clock.monotonic()
         try:
             # Every source enforces its own ``timeout`` (no second timer per poll here).
             observation = await source_types.observe(monitor, self.ctx)
         except errors.SourceError as e:
+            metrics.polled(monitor.name, monitor.source.TYPE, self.clock.monotonic() - started)
             return await self._failed(entry, e)
         except Exception as e:  # a bug in a source: count it, keep running
             log.exception("%s: source raised", monitor.name)
             return await self._check_failed(entry, errors.SourceError(
                 f"{type(e).__name__}: {e}", kind="internal"))
+        metrics.polled(monitor.name, monitor.source.TYPE, self.clock.monotonic() - started)
         return await self._evaluate(entry, observation)
 
     async def _flush_first(self, entry: Entry) -> None:
@@ -145,6 +149,7 @@ class Pipeline:
         name = entry.monitor.name
         message = self.ctx.redactor.redact(str(error))
         entry.polls += 1
+        metrics.check_failed(name, error.kind)
         self.store.record_check(name, ok=False, error=message, at=self.clock.time())
         await self._flush_first(entry)
         self._first_done(entry, FirstPoll(False, message))

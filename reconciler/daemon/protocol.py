@@ -17,7 +17,8 @@ Operations:
     ``settingsDigest`` is ``settings_digest`` of the monitors.toml the daemon runs
     with (``client.control.settings_mismatch`` compares it). ``git`` (``GitRevisions``)
     is null in local mode; in git mode it holds ``lastAttemptedRevision``,
-    ``lastAppliedRevision`` and the last git ``error``.
+    ``lastAppliedRevision`` and the last git ``error``. ``endpoints`` names what else
+    it serves with the bound address (``{"http": "http://127.0.0.1:8765"}``).
 ``reconcile`` (``Reconcile``: ``{"allowMassStop", "wait", "names"}``) -> ``ReconcileReply``
     Reconcile now (load the layers, plan, apply), then wait up to ``wait`` seconds
     for the first poll of every started or replaced evaluator and of ``names``.
@@ -43,7 +44,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal, TypedDict
+from typing import Any, ClassVar, Literal, NotRequired, TypedDict
 
 from reconciler import durations, settings
 
@@ -278,6 +279,8 @@ class StatusReply(TypedDict):
     writeErrors: dict[str, dict[str, Any]]
     settingsDigest: str
     lastReconcile: LastReconcile
+    endpoints: NotRequired[dict[str, str]]
+    """What else the daemon serves: ``{"http": "http://127.0.0.1:8765"}`` (bound address)."""
 
 
 class AppliedReply(TypedDict):

@@ -26,7 +26,7 @@ from typing import Any
 
 from reconciler import errors, redaction, settings, snapshot, timestamps
 from reconciler.config import gitfollow
-from reconciler.daemon import gitmode, supervisor
+from reconciler.daemon import gitmode, metrics, supervisor
 from reconciler.daemon import parts as parts_mod
 from reconciler.model import Monitor, MonitorName
 from reconciler.planning import desired as desired_mod
@@ -155,11 +155,25 @@ class Reconciler:
     async def reconcile(self, *, trigger: str = "", allow_mass_stop: bool = False,
                         fetch: bool = False) -> tuple[plan_mod.Plan, supervisor.Applied]:
         """Load the layers (git mode: of the followed commit, fetching first when
-        ``fetch``), plan against the registry, apply, publish ``running.json``.
+        ``fetch``), plan against the registry, apply, publish ``running.json`` (timed
+        and counted in ``daemon.metrics``).
 
         Raises:
             errors.StateError: ``running.json`` cannot be published.
         """
+        started = time.monotonic()
+        try:
+            plan, applied = await self._reconcile(trigger=trigger,
+                                                  allow_mass_stop=allow_mass_stop, fetch=fetch)
+        except Exception:
+            metrics.reconciled(time.monotonic() - started, "error")
+            raise
+        metrics.reconciled(time.monotonic() - started,
+                           "changed" if applied.changed else "unchanged")
+        return plan, applied
+
+    async def _reconcile(self, *, trigger: str, allow_mass_stop: bool, fetch: bool
+                         ) -> tuple[plan_mod.Plan, supervisor.Applied]:
         assert self.parts is not None
         async with self._lock:
             if self.git is not None:

@@ -62,6 +62,8 @@ def read(cfg: settings.Settings) -> Reloaded:
     state_dir = new.toml.get("stateDir")
     if state_dir and (cfg.root / str(state_dir)).resolve() != cfg.state_dir.resolve():
         kept.append(f"stateDir {state_dir!r} (this daemon uses {cfg.state_dir})")
+    if new.toml.get("http") != cfg.toml.get("http"):
+        kept.append("[http] (the HTTP server keeps its listen address, TLS and token)")
     return Reloaded(cfg=new, actions=actions, fleet=devices, resync=resync, kept=tuple(kept))
 
 

@@ -72,14 +72,16 @@ def listing(data: dict[str, Any], *, wide: bool = False, width: int | None = Non
     wide``): one full line per monitor with CONDITION, OWNER and LIVENESS too.
     ``width`` (default: the terminal's, at least 80) bounds the liveness lines.
     """
+    # a fleet listing (client.fleet.listing) with another device in it: a DEVICE column
+    fleet = len(data.get("devices") or ()) > 1 or bool(data.get("unreachable"))
     if wide:
         rows = []
         for m in data["monitors"]:
             name = m["name"] + (" [built-in]" if m["builtin"] else "")
-            rows.append([name, m["status"], m["source"], m["condition"], m["action"],
-                         m["owner"], m["livenessText"]])
-        lines = _table(["NAME", "STATUS", "SOURCE", "CONDITION", "ACTION", "OWNER",
-                        "LIVENESS"], rows)
+            rows.append([*([m["device"]] if fleet else []), name, m["status"], m["source"],
+                         m["condition"], m["action"], m["owner"], m["livenessText"]])
+        lines = _table([*(["DEVICE"] if fleet else []), "NAME", "STATUS", "SOURCE",
+                        "CONDITION", "ACTION", "OWNER", "LIVENESS"], rows)
     else:
         width = width or max(80, shutil.get_terminal_size((100, 24)).columns)
         names = [fit(m["name"] + (" [built-in]" if m["builtin"] else ""), NAME_WIDTH)
@@ -89,9 +91,11 @@ def listing(data: dict[str, Any], *, wide: bool = False, width: int | None = Non
                                                         data["monitors"])]) \
             + max([6, *map(len, actions)]) + 6
         source_width = max(MIN_SOURCE_WIDTH, min(SOURCE_WIDTH, width - used))
-        rows = [[name, m["status"], fit(m["source"], source_width), action]
+        rows = [[*([m["device"]] if fleet else []), name, m["status"],
+                 fit(m["source"], source_width), action]
                 for name, action, m in zip(names, actions, data["monitors"], strict=True)]
-        table = _table(["NAME", "STATUS", "SOURCE", "ACTION"], rows)
+        table = _table([*(["DEVICE"] if fleet else []), "NAME", "STATUS", "SOURCE", "ACTION"],
+                       rows)
         lines = [table[0]]
         for m, line in zip(data["monitors"], table[1:], strict=True):
             lines.append(line)
@@ -116,6 +120,14 @@ def listing(data: dict[str, Any], *, wide: bool = False, width: int | None = Non
         lines.append(problem)
     for problem in data.get("storeProblems") or []:
         lines.append(f"state: {problem}")
+    if fleet:
+        lines.append(f"Fleet: {len(data['devices'])} device(s) answered: "
+                     f"{', '.join(data['devices'])}.")
+        for peer in data.get("unreachable") or []:
+            lines.append(f"UNREACHABLE {peer['device']}: {peer['error']}")
+        if data.get("unreachable"):
+            lines.append("incomplete: the monitors of the unreachable devices are not listed "
+                         "(exit 4)")
     return "\n".join(lines) + "\n"
 
 

@@ -1,16 +1,19 @@
-"""``device``: a fleet device's TCP reachability plus a headroom bucket.
+"""``device``: a fleet device's reachability plus a headroom bucket.
 
-The device and its ``host:port`` address come from the fleet file. The
-observation is ``reachable`` or ``unreachable`` (a TCP connect within
-``timeout``; a down device is an observation, not a check error), then a second
-line ``headroom: ok|low|critical|unknown``. Headroom is measured for this device
-only (disk free under the state directory and load per CPU); for another device
-it is ``unknown`` until devices publish it over the control API.
+The device and its ``host:port`` address come from the fleet file. Each probe
+is ``GET http://<address>/healthz`` (the daemon's HTTP API, open without a
+token; ``server.health``) within ``timeout``. The observation is ``reachable``
+or ``unreachable`` (the TCP connection could not be made in time; a down device
+is an observation, not a check error), then a second line
+``headroom: ok|low|critical|unknown``. Headroom is the bucket the peer reports
+in its ``/healthz`` answer (disk free under its state directory and load per
+CPU); a peer that accepts the connection but does not answer API v1 JSON is
+reachable with headroom ``unknown`` (the reason in ``meta.error``). For this
+device the bucket is measured here.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from collections.abc import Mapping
@@ -47,8 +50,8 @@ class DeviceSpec:
                       "laptop")
     interval: float = doc("How often to probe the device (500ms..7d).", "1m",
                           default=DEFAULT_INTERVAL)
-    timeout: float = doc("TCP connect deadline; past it the device is unreachable. "
-                         "Default: the interval, at most 5s.", "3s")
+    timeout: float = doc("Deadline of the /healthz probe; a connection not made by then is "
+                         "unreachable. Default: the interval, at most 5s.", "3s")
 
     def to_json(self) -> dict[str, Any]:
         """The normalized mapping (the fingerprint's input)."""
@@ -79,6 +82,7 @@ def check(raw: Mapping[str, Any]) -> list[Finding]:
     return []
 
 DISK_LOW, DISK_CRITICAL = 0.15, 0.05  # free fraction
+HEADROOM_BUCKETS = ("ok", "low", "critical")
 LOAD_LOW, LOAD_CRITICAL = 2.0, 4.0  # 1-minute load per CPU
 
 
@@ -148,27 +152,40 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
         host, port = split_address(device.address)
     except ValueError as e:
         raise errors.SourceError(f"device {name!r}: {e}", kind="config", permanent=True) from e
+    import httpx
+
     timeout = spec.timeout
     started = time.monotonic()
     meta: dict[str, object] = {"address": device.address}
+    shown = f"[{host}]" if ":" in host else host
+    bucket = "unknown"
     try:
-        async with asyncio.timeout(timeout):
-            _, writer = await asyncio.open_connection(host, port)
-        writer.close()
-        with contextlib.suppress(OSError):
-            await writer.wait_closed()
+        answer = await ctx.http.get(f"http://{shown}:{port}/healthz", timeout=timeout)
         reach = "reachable"
-    except (ValueError, UnicodeError, OverflowError) as e:  # a host the resolver refuses
+        try:
+            doc = answer.json()
+        except ValueError:
+            doc = None
+        if answer.status_code == 200 and isinstance(doc, dict) and \
+                doc.get("headroom") in HEADROOM_BUCKETS:
+            bucket = str(doc["headroom"])
+        else:
+            meta["error"] = f"/healthz answered HTTP {answer.status_code}, not API v1 JSON"
+    except (httpx.ConnectError, httpx.ConnectTimeout) as e:
+        reach = "unreachable"
+        cause: BaseException = e
+        while (cause.__cause__ or cause.__context__) is not None:  # the OSError beneath
+            cause = cause.__cause__ or cause.__context__  # type: ignore[assignment]
+        meta["error"] = type(cause).__name__ + (f": {cause}" if str(cause) else "")
+    except httpx.InvalidURL as e:
         raise errors.SourceError(f"device {name!r}: address {device.address!r}: {e}",
                                  kind="config", permanent=True) from None
-    except (TimeoutError, OSError) as e:
-        reach = "unreachable"
+    except httpx.HTTPError as e:  # connected, then no HTTP answer (timeout, garbage)
+        reach = "reachable"
         meta["error"] = type(e).__name__ + (f": {e}" if str(e) else "")
     meta["duration"] = round(time.monotonic() - started, 4)
     if ctx.device and name == ctx.device:
         state_dir = ctx.settings.state_dir if ctx.settings is not None else Path("/")
         bucket, figures = await asyncio.to_thread(headroom, state_dir)
         meta.update(figures)
-    else:
-        bucket = "unknown"
     return Observation(f"{reach}\nheadroom: {bucket}", meta)

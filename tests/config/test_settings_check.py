@@ -189,7 +189,7 @@ def test_settings_schema_is_shipped_and_valid_draft_2020_12() -> None:
     assert doc["additionalProperties"] is False
     assert set(doc["properties"]) == {"device", "stateDir", "layers", "fleet", "agents",
                                       "routines", "channels", "owner", "system", "daemon",
-                                      "git"}
+                                      "git", "http"}
 
 
 @pytest.mark.parametrize(("text", "where"), [

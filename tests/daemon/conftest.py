@@ -56,6 +56,7 @@ class Daemon:
         self.log = repo.root.parent / log_name
         self.args = args
         self.proc: subprocess.Popen[bytes] | None = None
+        self.env: dict[str, str] = {}  # added to the environment of ``start``
 
     def argv(self, *extra: str) -> list[str]:
         return [sys.executable, "-m", "reconciler", "--root", str(self.repo.root),
@@ -65,7 +66,8 @@ class Daemon:
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(
                 self.argv("run", "--resync", "2s", *self.args), stdout=out,
-                stderr=subprocess.STDOUT, cwd=self.repo.root, start_new_session=True)
+                stderr=subprocess.STDOUT, cwd=self.repo.root, start_new_session=True,
+                env={**os.environ, **self.env})
         if wait_ready:
             wait_for(self.ready, what="daemon ready", log=self.log)
         return self

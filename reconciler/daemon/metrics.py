@@ -1,0 +1,116 @@
+"""The daemon's Prometheus metrics: one registry of its own, cheap hooks for the engine.
+
+The counters and histograms live here, on ``REGISTRY`` (never the process-wide
+default registry of ``prometheus_client``), and the engine, the dispatcher and
+the reconciler call the hooks below: each is a dict lookup and an increment or one
+histogram observation (about 1 us a poll), no I/O and no allocation.
+Gauges that describe the current state (monitors by state, the applied revision)
+are computed at scrape time by the HTTP server (``server.metrics``), so they cost
+nothing between scrapes.
+
+Names follow the Prometheus conventions (https://prometheus.io/docs/practices/naming/):
+the ``monitors_`` prefix, base units (seconds), ``_total`` on counters (added by
+the client library), ``_info`` on info metrics.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, Info, disable_created_metrics
+
+if TYPE_CHECKING:
+    from reconciler.events import Event
+    from reconciler.model import Monitor
+
+# no ``_created`` series: half the exposition for 1,000 monitors
+disable_created_metrics()  # type: ignore[no-untyped-call]
+REGISTRY = CollectorRegistry(auto_describe=True)
+
+LATENESS_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+POLLS = Counter("monitors_polls", "Checks of a monitor's source, by monitor and source kind.",
+                ["monitor", "kind"], registry=REGISTRY)
+CHECK_ERRORS = Counter("monitors_check_errors",
+                       "Failed checks, by monitor and error kind (timeout, exit, config, ...).",
+                       ["monitor", "kind"], registry=REGISTRY)
+FIRES = Counter("monitors_fires", "Fires, by monitor and outcome (succeeded, failed, "
+                "skipped, interrupted).", ["monitor", "outcome"], registry=REGISTRY)
+POLL_LATENESS = Histogram("monitors_poll_lateness_seconds",
+                          "Seconds a poll started after its scheduled time.",
+                          buckets=LATENESS_BUCKETS, registry=REGISTRY)
+POLL_DURATION = Histogram("monitors_poll_duration_seconds",
+                          "Seconds a source took to produce an observation or a check error.",
+                          buckets=DURATION_BUCKETS, registry=REGISTRY)
+DISPATCH_LATENCY = Histogram("monitors_dispatch_latency_seconds",
+                             "Seconds from a firing decision to the end of its action.",
+                             buckets=DURATION_BUCKETS, registry=REGISTRY)
+RECONCILE_DURATION = Histogram("monitors_reconcile_duration_seconds",
+                               "Seconds one reconcile took (load, plan, apply).",
+                               buckets=DURATION_BUCKETS, registry=REGISTRY)
+RECONCILES = Counter("monitors_reconciles", "Reconciles, by result (changed, unchanged, "
+                     "error).", ["result"], registry=REGISTRY)
+BUILD = Info("monitors_build", "The monitors version this daemon runs.", registry=REGISTRY)
+
+
+def build_info() -> None:
+    """Set ``monitors_build_info`` (version, Python) once."""
+    import platform
+    from importlib import metadata
+
+    try:
+        version = metadata.version("monitors")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    BUILD.info({"version": version, "python": platform.python_version()})
+
+
+def poll_started(lateness: float) -> None:
+    """A scheduled poll started ``lateness`` seconds after its due time."""
+    POLL_LATENESS.observe(lateness)
+
+
+_poll_series: dict[str, tuple[str, Any]] = {}
+"""monitor -> (source kind, its ``monitors_polls_total`` child): one dict lookup a poll
+instead of the client library's label validation (about 1 us of the 2 us it costs)."""
+
+
+def polled(monitor: str, kind: str, duration: float) -> None:
+    """A check of ``monitor`` (source type ``kind``) ended after ``duration`` seconds."""
+    series = _poll_series.get(monitor)
+    if series is None or series[0] != kind:
+        series = _poll_series[monitor] = (kind, POLLS.labels(monitor, kind))
+    series[1].inc()
+    POLL_DURATION.observe(duration)
+
+
+def check_failed(monitor: str, kind: str) -> None:
+    """A check of ``monitor`` failed with an error of ``kind`` (``SourceError.kind``)."""
+    CHECK_ERRORS.labels(monitor, kind).inc()
+
+
+def fired(monitor: str, outcome: str, latency: float | None) -> None:
+    """A fire of ``monitor`` ended with ``outcome``, ``latency`` seconds after the decision."""
+    FIRES.labels(monitor, outcome).inc()
+    if latency is not None:
+        DISPATCH_LATENCY.observe(latency)
+
+
+def fire_finished(monitor: Monitor, event: Event, status: object) -> None:
+    """The dispatcher's ``on_finish``: ``fired`` with the latency since ``event.fired_at``."""
+    try:
+        at = dt.datetime.fromisoformat(event.fired_at.replace("Z", "+00:00")).timestamp()
+        latency: float | None = max(0.0, time.time() - at)
+    except (ValueError, AttributeError):
+        latency = None
+    fired(monitor.name, str(status), latency)
+
+
+def reconciled(duration: float, result: str) -> None:
+    """A reconcile took ``duration`` seconds and ended ``changed``, ``unchanged`` or ``error``."""
+    RECONCILE_DURATION.observe(duration)
+    RECONCILES.labels(result).inc()
+

@@ -1,0 +1,338 @@
+"""The HTTP server: routes, bearer-token authentication, limits, JSON errors.
+
+``HttpServer`` is a ``daemon.main.Service``: ``monitors run`` builds it when
+``[http] listen`` is not empty and the daemon starts it before its ready line.
+It serves the routes of ``server.routes`` (each a ``Route``) on one aiohttp
+application (aiohttp: asyncio-native, so it shares the daemon's event loop and
+needs no second server process or thread).
+
+Every route declares how it is authenticated (``Route.auth``):
+
+* ``"token"``: ``Authorization: Bearer <token>`` equal to this device's token
+  (``reconciler.tokens``, compared in constant time), else 401 with
+  ``WWW-Authenticate: Bearer`` (RFC 6750 section 3);
+* ``"open"``: no authentication (``/healthz``, ``/readyz``);
+* ``"page"``: the status page's own rule (``server.page``: cookie or ``?token=``);
+* ``"self"``: the handler authenticates the request itself (a webhook receiver
+  checking a signature over the raw body).
+
+Limits: a body over the route's ``max_body`` (default ``[http] maxBodyBytes``) is
+413 before it is read; a request over ``[http] requestTimeout`` is 503; aiohttp
+answers a malformed request line or header with 400. Every error is JSON
+``{"apiVersion": "v1", "error": "one line"}``; an error of the daemon's own files or
+state (``errors.MonitorsError``, e.g. an unreadable state directory) is a 503 with its
+line; an unexpected exception is a 500
+with its type name, logged once, and never reaches the daemon. Every JSON answer
+goes through the daemon's ``Redactor`` (the token itself is registered there), so
+no secret value is ever answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import ssl
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from aiohttp import web
+
+from reconciler import errors, redaction
+from reconciler.server.options import HttpOptions
+
+if TYPE_CHECKING:
+    from reconciler.daemon.main import Daemon
+
+log = logging.getLogger("monitors.http")
+
+API_VERSION = "v1"
+SHARED_TTL = 1.0
+"""Seconds one computation of a shared answer (the monitor rows of ``client.views.rows``,
+the ``/metrics`` exposition) serves every request: 200 clients polling ``/v1/monitors``
+cost one read of the layers and one encoding a second."""
+SHARED_COST = 5.0
+"""A shared answer that took ``t`` seconds to make is kept at least ``SHARED_COST * t``."""
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Auth = Literal["token", "open", "page", "self"]
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """One endpoint.
+
+    Attributes:
+        method: ``GET``, ``POST``...
+        path: an aiohttp path pattern (``/v1/monitors/{name}``).
+        handler: ``async (request) -> response``; ``context(request)`` gives the daemon.
+        auth: how the request is authenticated (module docstring).
+        max_body: bytes the body may have (None: ``[http] maxBodyBytes``).
+    """
+
+    method: str
+    path: str
+    handler: Handler
+    auth: Auth = "token"
+    max_body: int | None = None
+
+
+class Context:
+    """What handlers reach: the daemon, the options, the token, shared answers.
+
+    Attributes:
+        daemon: the running daemon (registry, operations, reconciler, parts).
+        options: ``[http]``.
+        token: this device's token, or None (then every ``"token"`` route is 401).
+        redactor: the daemon's redactor.
+        started: ``time.time()`` when the server started.
+    """
+
+    def __init__(self, daemon: Daemon, options: HttpOptions, token: str | None) -> None:
+        self.daemon = daemon
+        self.options = options
+        self.token = token
+        self.redactor: redaction.Redactor = daemon.redactor
+        if token:
+            self.redactor.add(token)
+        self.started = time.time()
+        self._shared: dict[str, tuple[float, Any, float]] = {}  # key -> (at, value, cost)
+        self._making: dict[str, asyncio.Future[Any]] = {}
+
+    def status(self) -> dict[str, Any]:
+        """The daemon's control-socket ``status`` reply (``daemon.operations``)."""
+        return dict(self.daemon.operations.status())
+
+    async def shared(self, key: str, make: Callable[[], Awaitable[Any]], *,
+                     ttl: float = SHARED_TTL) -> Any:
+        """``await make()``, made at most once per ``ttl`` seconds for ``key`` (or per
+        ``SHARED_COST`` times what the last one took, when longer) and shared by every
+        concurrent caller: one computation however many clients ask, and at most a fifth
+        of the time spent making it."""
+        hit = self._shared.get(key)
+        if hit is not None and time.monotonic() - hit[0] < max(ttl, SHARED_COST * hit[2]):
+            return hit[1]
+        making = self._making.get(key)
+        if making is None:
+            making = self._making[key] = asyncio.ensure_future(self._make(key, make))
+        return await asyncio.shield(making)
+
+    async def _make(self, key: str, make: Callable[[], Awaitable[Any]]) -> Any:
+        try:
+            started = time.monotonic()
+            value = await make()
+            now = time.monotonic()
+            self._shared[key] = (now, value, now - started)
+            return value
+        finally:
+            self._making.pop(key, None)
+
+    async def rows(self) -> dict[str, Any]:
+        """``client.views.rows`` of this daemon (what ``list --json`` shows), computed
+        in a thread at most once per ``SHARED_TTL`` seconds (``shared``)."""
+        from reconciler.client import views
+
+        async def make() -> dict[str, Any]:
+            return await asyncio.to_thread(views.rows, self.daemon.cfg, status=self.status())
+
+        rows: dict[str, Any] = await self.shared("rows", make)
+        return rows
+
+    def authorized(self, request: web.Request) -> bool:
+        """Whether ``request`` carries ``Authorization: Bearer <this device's token>``."""
+        from reconciler import tokens
+
+        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+        return scheme.lower() == "bearer" and tokens.matches(given.strip(), self.token)
+
+    def json(self, data: Mapping[str, Any], *, status: int = 200,
+             headers: Mapping[str, str] | None = None) -> web.Response:
+        """A JSON answer with ``apiVersion`` first, redacted."""
+        body = json.dumps({"apiVersion": API_VERSION, **data}, ensure_ascii=False,
+                          default=str)
+        return web.Response(text=self.redact_json(body, data), status=status,
+                            content_type="application/json", headers=headers)
+
+    def json_body(self, data: Mapping[str, Any]) -> bytes:
+        """The redacted UTF-8 JSON body of ``data`` with ``apiVersion`` (for ``shared``)."""
+        body = json.dumps({"apiVersion": API_VERSION, **data}, ensure_ascii=False,
+                          default=str)
+        return self.redact_json(body, data).encode()
+
+    def redact_json(self, body: str, data: Mapping[str, Any]) -> str:
+        """``body`` (the JSON of ``data``) with every secret masked: on the text when no
+        secret needs JSON escaping (one pass), else on the values before encoding."""
+        secrets = self.redactor.secrets
+        if not secrets:
+            return body
+        if any(json.dumps(s)[1:-1] != s for s in secrets):
+            value = self.redactor.redact_value({"apiVersion": API_VERSION, **data})
+            return json.dumps(value, ensure_ascii=False, default=str)
+        return self.redactor.redact(body)
+
+
+CONTEXT = web.AppKey("monitors.context", Context)
+
+
+def context(request: web.Request) -> Context:
+    """The ``Context`` of the server answering ``request``."""
+    return request.app[CONTEXT]
+
+
+def error(request: web.Request, status: int, message: str,
+          headers: Mapping[str, str] | None = None) -> web.Response:
+    """The JSON error answer ``{"apiVersion", "error"}`` (redacted)."""
+    return context(request).json({"error": message}, status=status, headers=headers)
+
+
+def _guard(route: Route, options: HttpOptions) -> Handler:
+    limit = route.max_body if route.max_body is not None else options.max_body
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        ctx = context(request)
+        if route.auth == "token" and not ctx.authorized(request):
+            why = ("this daemon has no token (run `monitors token create`, then restart it)"
+                   if not ctx.token else "missing or wrong bearer token")
+            return error(request, 401, f"unauthorized: {why}",
+                         headers={"WWW-Authenticate": 'Bearer realm="monitors"'})
+        if request.content_length is not None and request.content_length > limit:
+            return error(request, 413, f"request body over {limit} bytes")
+        try:
+            async with asyncio.timeout(options.timeout):
+                return await route.handler(request)
+        except TimeoutError:
+            return error(request, 503, f"request took longer than {options.timeout:g}s")
+
+    return handle
+
+
+@web.middleware
+async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every error as JSON; an unexpected exception is one 500 and one log line."""
+    try:
+        return await handler(request)
+    except web.HTTPException as e:
+        if e.status < 400:
+            raise
+        message = e.text if e.text and not e.text.startswith(f"{e.status}:") else e.reason
+        return error(request, e.status, message, headers={
+            k: v for k, v in e.headers.items() if k in ("Allow", "WWW-Authenticate")})
+    except errors.MonitorsError as e:  # the daemon's files or state, not the request
+        return error(request, 503, str(e))
+    except Exception as e:
+        log.exception("http: %s %s failed", request.method, request.path)
+        return error(request, 500, f"internal error ({type(e).__name__}); see the daemon log")
+
+
+def build(ctx: Context, routes: Iterable[Route]) -> web.Application:
+    """The aiohttp application serving ``routes`` with ``ctx``."""
+    routes = list(routes)
+    biggest = max([ctx.options.max_body, *(r.max_body or 0 for r in routes)])
+    app = web.Application(middlewares=[_errors], client_max_size=biggest)
+    app[CONTEXT] = ctx
+    for route in routes:
+        app.router.add_route(route.method, route.path, _guard(route, ctx.options))
+    return app
+
+
+def ssl_context(options: HttpOptions) -> ssl.SSLContext | None:
+    """The server's TLS context from ``certFile``/``keyFile`` (None: plain HTTP).
+
+    Raises:
+        errors.ConfigError: the files cannot be read or do not hold a key pair.
+    """
+    if options.cert_file is None or options.key_file is None:
+        return None
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        tls.load_cert_chain(options.cert_file, options.key_file)
+    except (OSError, ssl.SSLError) as e:
+        raise errors.ConfigError(f"monitors.toml: http.certFile/keyFile: cannot load "
+                                 f"{options.cert_file}, {options.key_file}: {e}") from e
+    return tls
+
+
+class _OneLine(logging.Filter):
+    """aiohttp's own log (a malformed request logs a traceback): one line, no traceback,
+    at INFO: a bad request is the client's problem, not the daemon's."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            record.msg = f"http: {record.getMessage()}: {type(exc).__name__}: {exc}"
+            record.msg = record.msg.replace("\n", " ")[:300]
+            record.args = None
+            record.exc_info = None
+            record.exc_text = None
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
+def quiet_aiohttp() -> None:
+    """Install ``_OneLine`` on aiohttp's server loggers (once)."""
+    for name in ("aiohttp.server", "aiohttp.web"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _OneLine) for f in logger.filters):
+            logger.addFilter(_OneLine())
+
+
+class HttpServer:
+    """The daemon's HTTP server (a ``daemon.main.Service``).
+
+    Args:
+        daemon: the daemon it serves.
+        options: ``[http]``.
+        token: this device's token (None: only open routes answer).
+        routes: the routes (default: every module of ``server.routes``).
+    """
+
+    def __init__(self, daemon: Daemon, options: HttpOptions, token: str | None, *,
+                 routes: Iterable[Route] | None = None) -> None:
+        from reconciler.server import routes as routes_mod
+
+        self.ctx = Context(daemon, options, token)
+        self.routes = list(routes) if routes is not None else routes_mod.all_routes()
+        self._runner: web.AppRunner | None = None
+        self.url: str | None = None
+
+    async def start(self) -> None:
+        """Bind and serve; record the bound URL in the daemon's ``status`` (``endpoints``).
+
+        Raises:
+            errors.ConfigError: TLS files unusable, or the address cannot be bound
+                (in use, not local, permission).
+        """
+        options = self.ctx.options
+        quiet_aiohttp()
+        tls = ssl_context(options)
+        host, port = options.host_port
+        runner = web.AppRunner(build(self.ctx, self.routes), access_log=None,
+                               handle_signals=False, shutdown_timeout=1.0)
+        await runner.setup()
+        site = web.TCPSite(runner, host, port, ssl_context=tls, reuse_address=True)
+        try:
+            await site.start()
+        except OSError as e:
+            await runner.cleanup()
+            raise errors.ConfigError(
+                f"http.listen {options.listen}: cannot listen: {e.strerror or e} (set "
+                f"[http] listen in monitors.toml, or \"\" to turn the HTTP API off)") from e
+        self._runner = runner
+        bound = runner.addresses[0]
+        shown = f"[{bound[0]}]" if ":" in str(bound[0]) else str(bound[0])
+        self.url = f"{'https' if tls else 'http'}://{shown}:{bound[1]}"
+        self.ctx.daemon.operations.endpoints["http"] = self.url
+        log.info("http: listening on %s%s", self.url,
+                 "" if self.ctx.token else " (no token: only /healthz and /readyz answer; "
+                 "run `monitors token create`)")
+
+    async def close(self) -> None:
+        """Stop listening; in-flight requests get a second to finish."""
+        if self._runner is not None:
+            runner, self._runner = self._runner, None
+            try:
+                await runner.cleanup()
+            except Exception:
+                log.exception("http: closing the server failed")
