@@ -64,11 +64,11 @@ class Snapshot:
 
 
 def git_revision(root: Path, *, digest: str | None = None) -> tuple[str | None, bool]:
-    """``(commit sha, dirty)`` of the checkout holding ``root``: ``config.gitrepo.revision``
+    """``(commit sha, dirty)`` of the checkout holding ``root``: ``config.gitworktree.revision``
     (cached per ``digest``; see there)."""
-    from reconciler.config import gitrepo
+    from reconciler.config import gitworktree
 
-    return gitrepo.revision(root, digest=digest)
+    return gitworktree.revision(root, digest=digest)
 
 
 def stat_key(path: Path) -> tuple[int, int, int] | None:

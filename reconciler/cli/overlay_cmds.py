@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from reconciler import errors
-from reconciler.config import gitrepo, writer
+from reconciler.config import gitworktree, writer
 from reconciler.config.authoring import arguments, overlayedit
 from reconciler.settings import Settings
 
@@ -64,7 +64,7 @@ def run_apply(ctx: click.Context, *, wait: float = APPLY_WAIT) -> int:
 
 def commit_paths(settings: Settings, paths: Sequence[Path], message: str) -> None:
     """``--commit``: commit exactly ``paths`` and say so (or that nothing changed)."""
-    sha = gitrepo.commit(settings, paths, message)
+    sha = gitworktree.commit(settings, paths, message)
     if sha is None:
         click.echo("nothing to commit")
     else:
@@ -178,7 +178,7 @@ def pause(ctx: click.Context, name: str | None, labels: tuple[str, ...], until: 
     if reason is not None:
         words += ["--reason", reason]
     done = overlayedit.pause(settings, names, reason=reason, until=expiry,
-                             author=gitrepo.author(settings),
+                             author=gitworktree.author(settings),
                              command=arguments.command_line(words))
     lines = []
     for d in done:

@@ -57,7 +57,7 @@ def command(ctx: click.Context, name: str | None, completed: bool, commit: bool,
 def _remove_completed(ctx: click.Context, *, commit: bool, apply: bool, as_json: bool) -> int:
     """``remove --completed``: user files removed, built-ins paused (an overlay)."""
     from reconciler.client import completed as completed_mod
-    from reconciler.config import gitrepo
+    from reconciler.config import gitworktree
     from reconciler.config.authoring import overlayedit
     from reconciler.model import Scope
 
@@ -69,7 +69,7 @@ def _remove_completed(ctx: click.Context, *, commit: bool, apply: bool, as_json:
         if monitor.scope is Scope.SYSTEM:
             [paused] = overlayedit.pause(
                 settings, [monitor.name], reason=f"completed ({reason})", until=None,
-                author=gitrepo.author(settings),
+                author=gitworktree.author(settings),
                 command=arguments.command_line(["remove", "--completed"]))
             paths.append(paused.path)
             rows.append({"monitor": monitor.name, "paused": str(paused.path),

@@ -1,8 +1,8 @@
 """Git, through GitPython: every git operation of monitors is here.
 
-* The configuration repository's working tree (local mode): ``revision`` (the commit and
-  whether the layers are dirty, cached on cheap stats), ``author`` and ``commit``
-  (``pause --commit``), ``baseline`` (``system/`` against ``HEAD`` before the first pull).
+* The configuration repository before the first pull: ``baseline`` (``system/``
+  against ``HEAD``). Its working tree (the revision, ``--commit``) is ``gitworktree``'s,
+  on this module's ``git_module``, ``last_line`` and ``GitError``.
 * Following a ref (git mode, ``config.gitfollow``): ``open_repository`` /
   ``open_mirror``, ``fetch_remote`` / ``fetch_url``, ``resolve_ref``, ``read_blobs``
   (files of a commit's tree, read from the object database: the working tree and the
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,7 +63,8 @@ class Baseline:
     modified: list[str]
 
 
-def _git() -> Any:
+def git_module() -> Any:
+    """GitPython's ``git`` module (imported on first use; raises GitError if missing)."""
     try:
         import git
     except ImportError as e:  # pragma: no cover - the dependency is declared
@@ -72,7 +72,7 @@ def _git() -> Any:
     return git
 
 
-def _last_line(e: Exception) -> str:
+def last_line(e: Exception) -> str:
     """The one meaningful line of a git failure: git's first ``fatal:`` (else
     ``error:``) line without its prefix, else the last line of its stderr.
 
@@ -118,7 +118,7 @@ def baseline(settings: Settings) -> Baseline:
     every file is listed as modified. Never raises.
     """
     local = list(systemrecord.local_files(settings.system_dir))
-    git = _git()
+    git = git_module()
     try:
         repo = git.Repo(settings.root, search_parent_directories=True)
         top = Path(str(repo.working_tree_dir)).resolve()
@@ -160,14 +160,14 @@ def _open_bare(path: Path, what: str) -> Any:
     Raises:
         GitError: it cannot be created or opened.
     """
-    git = _git()
+    git = git_module()
     try:
         if (path / "HEAD").is_file():
             return git.Repo(path)
         atomic.make_dirs(path)  # in the private state directory: 0700, parents too
         return git.Repo.init(path, bare=True)
     except (git.GitError, OSError) as e:
-        raise GitError(f"{path}: cannot open the {what}: {_last_line(e)}") from e
+        raise GitError(f"{path}: cannot open the {what}: {last_line(e)}") from e
 
 
 def fetch(settings: Settings, up: Upstream) -> Any:
@@ -241,189 +241,6 @@ def _files(tree: Any) -> dict[str, bytes]:
     return out
 
 
-# -- the configuration repository: author and --commit --------------------------------------
-
-
-def author(settings: Settings) -> str:
-    """``Name <email>`` from git config (repository, then global); ``""`` when unset
-    or when git is unavailable."""
-    git = _git()
-    try:
-        g = git.Git(str(settings.root))
-    except Exception:
-        return ""
-
-    def get(key: str) -> str:
-        try:
-            return str(g.config("--get", key)).strip()
-        except Exception:
-            return ""
-
-    name, email = get("user.name"), get("user.email")
-    if name and email:
-        return f"{name} <{email}>"
-    return name or (f"<{email}>" if email else "")
-
-
-def commit(settings: Settings, paths: Iterable[Path], message: str) -> str | None:
-    """Commit exactly ``paths`` (written or deleted) in the repository holding the root.
-
-    Other staged changes are left staged and out of the commit (``git commit --only``).
-
-    Returns:
-        The new commit id, or None when none of ``paths`` had a change to commit.
-
-    Raises:
-        GitError: not a git repository, or git refused (no identity, hooks, ...).
-    """
-    git = _git()
-    try:
-        repo = git.Repo(settings.root, search_parent_directories=True)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError) as e:
-        raise GitError(f"--commit: {settings.root} is not inside a git repository") from e
-    top = Path(repo.working_tree_dir)
-    tracked = set(repo.git.ls_files().splitlines())
-    rels = []
-    for path in paths:
-        rel = os.path.relpath(path.resolve() if path.exists() else path, top)
-        rel = Path(rel).as_posix()
-        if path.exists() or rel in tracked:
-            rels.append(rel)
-    if not rels:
-        return None
-    try:
-        repo.git.add("--all", "--", *rels)
-        if not repo.git.status("--porcelain", "--", *rels).strip():
-            return None
-        repo.git.commit("-m", message, "--only", "--", *rels)
-    except git.GitCommandError as e:
-        hint = ""
-        if "tell me who you are" in str(e.stderr) or "identity" in str(e.stderr):
-            hint = " (set git config user.name and user.email)"
-        raise GitError(f"--commit: git commit failed: {_last_line(e)}{hint}") from e
-    return str(repo.head.commit.hexsha)
-
-
-# -- the working tree's revision (local mode) ------------------------------------------------
-
-_revision_cache: dict[Path, tuple[tuple[Any, ...], tuple[str | None, bool]]] = {}
-_revision_lock = threading.Lock()
-
-
-def revision(root: Path, *, digest: str | None = None) -> tuple[str | None, bool]:
-    """``(commit sha, dirty)`` of the git checkout holding ``root``; ``(None, False)``
-    outside git or before the first commit. Dirty counts only the layer files'
-    directory tree (``root``), untracked files included.
-
-    With ``digest`` (the loader digest of the layer files) the answer is cached per
-    ``root`` and reused while the digest, the (mtime, size, inode) of ``.git/HEAD``, the
-    current ref file and ``packed-refs``, and the checksum ending ``.git/index`` (its
-    stat when the checksum is off: ``index.skipHash``) are unchanged, so a no-op
-    reconcile runs no ``git status``. (A change to a file that is neither a layer file
-    nor staged, e.g. a new untracked README, shows in ``dirty`` at the next change of
-    one of those signals.) A broken ``.git`` gives ``(None, False)``, logged at debug.
-    """
-    gitdir = git_dir(root)
-    if gitdir is None:
-        return None, False
-    key = (digest, *_signals(gitdir)) if digest else None
-    if key is not None:
-        with _revision_lock:
-            cached = _revision_cache.get(root)
-        if cached is not None and cached[0] == key:
-            return cached[1]
-    answer = _revision(root)
-    if key is not None and (digest, *_signals(gitdir)) == key:
-        # (unchanged while git ran; ``git status`` may rewrite the index with the same
-        # content: its checksum, not its mtime, is in the key)
-        with _revision_lock:
-            _revision_cache[root] = (key, answer)
-    return answer
-
-
-def _revision(root: Path) -> tuple[str | None, bool]:
-    try:
-        git = _git()
-        repo = git.Repo(root, search_parent_directories=True)
-        try:
-            sha = str(repo.head.commit.hexsha)
-        except ValueError:
-            return None, False
-        rel = os.path.relpath(root, repo.working_tree_dir or root)
-        dirty = bool(repo.is_dirty(untracked_files=True, path=None if rel == "." else rel))
-        return sha, dirty
-    except Exception as e:  # a broken .git must not break planning; the plan then has no commit
-        log.debug("%s: cannot read the git revision: %r", root, e)
-        return None, False
-
-
-def git_dir(root: Path) -> Path | None:
-    """The git directory of the checkout holding ``root`` (``.git`` or what a ``.git``
-    file names: worktrees, submodules), or None outside git."""
-    for candidate in (root, *root.parents):
-        dot = candidate / ".git"
-        if dot.is_dir():
-            return dot
-        if dot.exists():
-            try:
-                text = dot.read_text(encoding="utf-8", errors="replace").strip()
-            except OSError:
-                return dot
-            if text.startswith("gitdir:"):
-                return (candidate / text[len("gitdir:"):].strip()).resolve()
-            return dot
-    return None
-
-
-def common_dir(gitdir: Path) -> Path:
-    """The common git directory of ``gitdir`` (refs, objects): itself, or what its
-    ``commondir`` file names (a linked worktree)."""
-    try:
-        raw = (gitdir / "commondir").read_text(encoding="utf-8").strip()
-    except OSError:
-        return gitdir
-    return (gitdir / raw).resolve()
-
-
-def _stat(path: Path) -> tuple[int, int, int] | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return st.st_mtime_ns, st.st_size, st.st_ino
-
-
-def _index_key(path: Path) -> Any:
-    """The trailing checksum of a git index (SHA-1 or SHA-256 repositories: the last 32
-    bytes cover both) with its size; the stat when the checksum is zero (skipHash)."""
-    try:
-        with open(path, "rb") as f:
-            size = f.seek(0, os.SEEK_END)
-            f.seek(max(0, size - 32))
-            tail = f.read()
-    except OSError:
-        return None
-    if not tail[-20:].strip(b"\0"):
-        return _stat(path)
-    return size, tail
-
-
-def _signals(gitdir: Path) -> tuple[Any, ...]:
-    """Cheap stats that change whenever the commit or the index does."""
-    common = common_dir(gitdir)
-    ref: Path | None = None
-    try:
-        head = (gitdir / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
-        if head.startswith("ref:"):
-            name = head[len("ref:"):].strip()
-            ref = gitdir / name if (gitdir / name).exists() else common / name
-    except OSError:
-        head = ""
-    return (str(gitdir), head, _stat(gitdir / "HEAD"),
-            _stat(ref) if ref is not None else None,
-            _stat(common / "packed-refs"), _index_key(gitdir / "index"))
-
-
 # -- following a ref (git mode) --------------------------------------------------------------
 
 MIRROR_DIR = "git-mirror.git"
@@ -436,11 +253,11 @@ def open_repository(root: Path) -> Any:
     Raises:
         GitError: ``root`` is in no git repository.
     """
-    git = _git()
+    git = git_module()
     try:
         return git.Repo(root, search_parent_directories=True)
     except (git.GitError, OSError) as e:
-        raise GitError(f"[git]: {root} is not inside a git repository ({_last_line(e)}); "
+        raise GitError(f"[git]: {root} is not inside a git repository ({last_line(e)}); "
                        "set [git] url to follow a remote repository") from e
 
 
@@ -461,7 +278,7 @@ def fetch_url(repo: Any, url: str, *, head: str | None = None) -> None:
     Raises:
         GitError: the fetch failed (``cannot fetch URL: why``).
     """
-    git = _git()
+    git = git_module()
     specs = [f"+refs/heads/*:refs/remotes/{MIRROR_REMOTE}/*", "+refs/tags/*:refs/tags/*"]
     if head is not None:
         specs.append(f"+HEAD:{head}")
@@ -470,7 +287,7 @@ def fetch_url(repo: Any, url: str, *, head: str | None = None) -> None:
     except git.GitCommandError as e:
         missing = _missing_local_path(url)
         if missing is None:
-            why = _last_line(e)
+            why = last_line(e)
         else:
             why = ("no such file or directory" if missing == url
                    else f"{missing}: no such file or directory")
@@ -484,11 +301,11 @@ def fetch_remote(repo: Any, remote: str) -> None:
     Raises:
         GitError: the fetch failed (one line).
     """
-    git = _git()
+    git = git_module()
     try:
         repo.git.fetch("--prune", "--no-write-fetch-head", remote)
     except git.GitCommandError as e:
-        raise GitError(f"cannot fetch {remote}: {_last_line(e)}") from e
+        raise GitError(f"cannot fetch {remote}: {last_line(e)}") from e
 
 
 def remote_of(repo: Any, ref: str) -> str | None:
@@ -512,7 +329,7 @@ def resolve_ref(repo: Any, ref: str) -> str:
     Raises:
         GitError: no such ref (deleted, or never existed).
     """
-    git = _git()
+    git = git_module()
     try:
         return str(repo.commit(f"{ref}^{{commit}}").hexsha)
     except (git.BadName, git.BadObject, ValueError, git.GitCommandError, IndexError) as e:
@@ -527,12 +344,12 @@ def read_blobs(repo: Any, sha: str, paths: Iterable[str]) -> tuple[str, dict[str
     Raises:
         GitError: ``sha`` is not a commit of ``repo``.
     """
-    git = _git()
+    git = git_module()
     try:
         tree = repo.commit(sha).tree
         root_id = str(tree.hexsha)
     except (git.BadName, git.BadObject, ValueError, git.GitCommandError) as e:
-        raise GitError(f"{sha[:12]}: not a commit: {_last_line(e)}") from e
+        raise GitError(f"{sha[:12]}: not a commit: {last_line(e)}") from e
     out: dict[str, bytes] = {}
     for want in sorted({p.strip("/") for p in paths}):
         try:
@@ -550,7 +367,7 @@ def verify_commit(repo: Any, sha: str, *, allowed_signers: Path | None = None,
         allowed_signers: an ssh ``allowedSignersFile`` (``gpg.ssh.allowedSignersFile``).
         gpg_home: a gpg keyring directory (``GNUPGHOME``).
     """
-    git = _git()
+    git = git_module()
     options = []
     if allowed_signers is not None:
         options = ["-c", f"gpg.ssh.allowedSignersFile={allowed_signers}"]

@@ -91,12 +91,12 @@ class Tracker:
         """Watch the refs (``refs/**``, ``HEAD``, ``packed-refs``) of the repository
         holding the root; with ``[git] url`` (the daemon's own mirror, moved only by its
         fetches) just the local monitors.toml."""
-        from reconciler.config import gitrepo
+        from reconciler.config import gitworktree
 
         cfg = self.follower.cfg
-        gitdir = gitrepo.git_dir(cfg.root)
+        gitdir = gitworktree.git_dir(cfg.root)
         if gitdir is not None and not self.follower.git.url:
-            common = gitrepo.common_dir(gitdir)
+            common = gitworktree.common_dir(gitdir)
             return watch.Watcher(trigger, dirs=[common / "refs"], root=common,
                                  accept=ref_change)
         return watch.Watcher(trigger, dirs=[], root=cfg.root,

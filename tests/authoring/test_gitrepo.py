@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.config import gitrepo, systempull, systemrecord
+from reconciler.config import gitrepo, gitworktree, systempull, systemrecord
 from tests.authoring.conftest import BUILTIN, Upstream, git, settings_for
 from tests.conftest import Repo
 
@@ -136,22 +136,22 @@ def test_no_upstream_and_unreachable(repo: Repo, tmp_path: Path) -> None:
 
 def test_author_and_commit(repo: Repo, git_identity: Path) -> None:
     s = settings_for(repo)
-    assert gitrepo.author(s) == "Ada Lovelace <ada@example.org>"
+    assert gitworktree.author(s) == "Ada Lovelace <ada@example.org>"
     with pytest.raises(gitrepo.GitError, match="not inside a git repository"):
-        gitrepo.commit(s, [repo.overlays / "x.yml"], "msg")
+        gitworktree.commit(s, [repo.overlays / "x.yml"], "msg")
     git(repo.root, "init", "-q")
     other = repo.write("monitors.d/other.yml", "x: 1\n")
     git(repo.root, "add", str(other))
     f = repo.write("monitors.d/overlays/x.yml", "monitor: x\npause: {}\n")
-    sha = gitrepo.commit(s, [f], "pause x")
+    sha = gitworktree.commit(s, [f], "pause x")
     assert sha and git(repo.root, "log", "-1", "--format=%s%n%an") == "pause x\nAda Lovelace"
     assert git(repo.root, "show", "--name-only", "--format=", "HEAD") == "monitors.d/overlays/x.yml"
     assert "A  monitors.d/other.yml" in git(repo.root, "status", "--porcelain")  # still staged
     f.unlink()
-    assert gitrepo.commit(s, [f], "resume x")
-    assert gitrepo.commit(s, [f], "again") is None
+    assert gitworktree.commit(s, [f], "resume x")
+    assert gitworktree.commit(s, [f], "again") is None
     git_identity.write_text("")
-    assert gitrepo.author(s) == ""
+    assert gitworktree.author(s) == ""
 
 
 def test_modification_problems_for_lint(repo: Repo, upstream: Upstream) -> None:

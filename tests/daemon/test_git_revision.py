@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from reconciler import snapshot
-from reconciler.config import gitrepo
+from reconciler.config import gitworktree
 
 
 def _git(root: Path, *args: str) -> str:
@@ -30,13 +30,13 @@ def test_git_revision_is_cached_until_head_index_or_layers_change(
     _git(root, "add", "a.yml")
     _git(root, "commit", "-q", "-m", "one")
     calls: list[Path] = []
-    real = gitrepo._revision
+    real = gitworktree._revision
 
     def counting(path: Path) -> tuple[str | None, bool]:
         calls.append(path)
         return real(path)
 
-    monkeypatch.setattr(gitrepo, "_revision", counting)
+    monkeypatch.setattr(gitworktree, "_revision", counting)
     sha1 = _git(root, "rev-parse", "HEAD")
 
     def settled(digest: str) -> tuple[str | None, bool]:
