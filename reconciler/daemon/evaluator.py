@@ -22,12 +22,13 @@ Promises:
   If a write fails, the fire record is removed and the stored state is exactly as
   it was. Check errors never change the condition state.
 * **Cheap heartbeats.** Liveness is counted in memory and flushed every
-  ``state.store.LIVENESS_FLUSH_INTERVAL`` seconds in a worker thread; durable
-  writes always run in worker threads, never on the loop. The one exception to
-  the coalescing: the first check of each started (or replaced) evaluator is
-  flushed at once, before ``wait_first_poll`` reports it, so what ``apply``
-  reports and what ``list`` reads from ``liveness.json`` agree. First checks that
-  come together share one flush (``_flush_first``).
+  ``state.store.LIVENESS_FLUSH_INTERVAL`` seconds in a worker thread, one file for
+  all monitors (``state.liveness``); durable writes always run in worker threads,
+  never on the loop. The one exception to the coalescing: the first check of each
+  started (or replaced) evaluator is written to its own ``liveness.json`` at once,
+  before ``wait_first_poll`` reports it, so what ``apply`` reports and what
+  ``list`` reads agree. First checks that come together share one worker-thread
+  call that writes only their files (``_flush_first``).
 * **Refusals are explicit.** A future-version state record, a push source (ws,
   webhook: validated but not evaluated yet) or a permanent source error parks the
   monitor: it stays in ``running()`` with its reason in ``parked``; it is not polled.
@@ -68,12 +69,6 @@ log = logging.getLogger("monitors.engine")
 FIRST_POLL_RATE = 200.0
 """First polls per second the start-up spread aims at."""
 
-FLUSH_CHUNK = 128
-"""Liveness files written per worker-thread call during a flush."""
-FLUSH_PAUSE = 0.005
-"""Seconds between flush chunks (the loop runs polls in between)."""
-
-
 
 class Engine(Pipeline):
     """Runs monitors: see the module docstring.
@@ -107,6 +102,7 @@ class Engine(Pipeline):
         self._batch: asyncio.Handle | None = None
         self._closed = False
         self._first_flush: asyncio.Future[None] | None = None
+        self._first_names: list[MonitorName] = []
 
     # -- public API -----------------------------------------------------------
 
@@ -242,7 +238,7 @@ class Engine(Pipeline):
             result = await self._poll(entry)
         finally:
             entry.busy = False
-        await asyncio.to_thread(self.store.flush)
+        await asyncio.to_thread(self.store.flush_files, [monitor.name])
         return result
 
     async def close(self) -> None:
@@ -269,14 +265,12 @@ class Engine(Pipeline):
                 self._flush_loop(), name="monitors:liveness-flush")
 
     async def _flush_loop(self) -> None:
-        """Flush liveness every ``flush_interval`` in chunks of ``FLUSH_CHUNK`` files,
-        pausing between chunks, so a large flush never holds the loop up for long."""
+        """Flush liveness every ``flush_interval`` (one worker-thread call: the
+        aggregate file plus the few monitors whose error line changed)."""
         while True:
             await self.clock.sleep(self.flush_interval)
             try:
-                while self.store.pending_liveness():
-                    await asyncio.to_thread(self.store.flush, FLUSH_CHUNK)
-                    await self.clock.sleep(FLUSH_PAUSE)
+                await asyncio.to_thread(self.store.flush)
             except Exception:  # never let a flush failure stop heartbeats
                 log.exception("liveness flush failed")
 

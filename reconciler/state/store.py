@@ -13,9 +13,9 @@ Write costs (DESIGN.md §4):
 
 * ``write_state``, ``create_fire``, ``update_fire``, ``set_autopause``,
   ``set_pid_marker``, ``set_drought``: one atomic write, fsynced file and directory;
-* ``record_check``: memory only; ``flush`` later writes each changed monitor's
-  ``liveness.json`` once (atomic, not fsynced), so a poll costs O(1) bytes and
-  many polls of one monitor between flushes cost one small write.
+* ``record_check``: memory only; ``flush`` later writes one file for every
+  monitor's heartbeat (atomic, not fsynced; ``liveness``), so a poll costs O(1)
+  bytes and a flush one write whatever the number of monitors.
 """
 
 from __future__ import annotations
@@ -295,7 +295,8 @@ class Store(FireLog):
     # -- rename and housekeeping ---------------------------------------------
 
     def forget(self, name: str) -> None:
-        """Drop in-memory caches of ``name`` after flushing its liveness (on stop)."""
+        """Drop in-memory caches of ``name`` (on stop); its liveness stays in the
+        aggregate the next flush writes."""
         with self._lock:
             self._autopause.pop(name, None)
             self._state_seen.pop(name, None)
