@@ -312,30 +312,30 @@ class Engine(Pipeline):
     def _on_due(self, name: MonitorName, due: float) -> None:
         """Scheduler callback: start a poll unless one is running; schedule the next."""
         entry = self._entries.get(name)
-        if entry is None or entry.parked is not None or self._closed or self._scheduler is None:
+        scheduler = self._scheduler
+        if entry is None or entry.parked is not None or self._closed or scheduler is None:
             return
-        loop = asyncio.get_running_loop()
         now = self.clock.monotonic()
-        interval = entry.monitor.source.interval
-        assert interval is not None  # only polled sources are scheduled
+        interval = entry.interval
         next_due = due + interval
+        stats = self.stats
         if next_due <= now:
             missed = int((now - due) // interval)
             entry.skipped += missed
-            self.stats.skipped += missed
-            self.stats.missed += missed
+            stats.skipped += missed
+            stats.missed += missed
             next_due = due + (missed + 1) * interval
-        self._scheduler.schedule(name, next_due)
+        scheduler.schedule(name, next_due)
         if entry.busy:
             entry.skipped += 1
-            self.stats.skipped += 1
+            stats.skipped += 1
             return
-        if self.store.autopause(name) is not None:
+        if self.store.autopaused(name):
             return
-        self.stats.polls += 1
-        self.stats.lateness.append(now - due)
+        stats.polls += 1
+        stats.lateness.append(now - due)
         entry.busy = True
-        entry.task = loop.create_task(self._poll_task(entry))
+        entry.task = asyncio.get_running_loop().create_task(self._poll_task(entry))
 
     async def _poll_task(self, entry: Entry) -> None:
         try:

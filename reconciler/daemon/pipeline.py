@@ -168,8 +168,9 @@ class Pipeline:
         monitor = entry.monitor
         entry.polls += 1
         self.store.record_check(monitor.name, ok=True, error=None, at=at)
-        await self._flush_first(entry)
-        if entry.counted or not entry.first.done():
+        if entry.polls == 1:
+            await self._flush_first(entry)
+        if not entry.first.done():
             self._first_done(entry, FirstPoll(True))
         if self.guard is not None:
             try:

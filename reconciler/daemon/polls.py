@@ -115,7 +115,7 @@ def offset_fraction(name: str) -> float:
     return zlib.crc32(name.encode()) / 2**32
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Entry:
     """One running monitor in the engine: its future first poll, state and counters."""
 
@@ -130,6 +130,12 @@ class Entry:
     skipped: int = 0
     polls: int = 0
     parked: str | None = None
+
+    @property
+    def interval(self) -> float:
+        """Seconds between polls (``source.interval``; only polled sources are
+        scheduled, so never None here)."""
+        return self.monitor.source.interval or 0.0
 
 
 @dataclass

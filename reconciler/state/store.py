@@ -44,6 +44,9 @@ from reconciler.state.liveness import LIVENESS_FLUSH_INTERVAL, liveness_view
 __all__ = ["LIVENESS_FLUSH_INTERVAL", "STATE_FILE", "Store", "autopause_text", "iso",
            "liveness_view", "refused_reason"]
 
+_UNREAD: Any = object()
+"""``Store.autopaused``: the auto-pause of that monitor was not read yet."""
+
 iso = timestamps.utc_micro
 """Unix seconds -> ISO-8601 UTC with microseconds and ``Z`` (every record's times)."""
 
@@ -190,6 +193,14 @@ class Store(FireLog):
         with self._lock:
             self._autopause[name] = record
         return record.copy() if record else None
+
+    def autopaused(self, name: str) -> bool:
+        """True when ``name`` is auto-paused: ``autopause`` without the lock and the copy
+        once cached (the engine asks before every poll; one dict read is atomic)."""
+        cached = self._autopause.get(name, _UNREAD)
+        if cached is _UNREAD:
+            return self.autopause(name) is not None
+        return cached is not None
 
     def autopause_reasons(self) -> dict[MonitorName, str]:
         """Every auto-paused monitor -> ``autopause_text`` (what plan excludes)."""
