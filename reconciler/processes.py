@@ -99,7 +99,7 @@ async def spawn(
     argv: Sequence[str],
     *,
     cwd: str | None,
-    env: Mapping[str, str],
+    env: Mapping[str, str] | None,
     stderr: int = asyncio.subprocess.PIPE,
     limit: int = CHUNK,
 ) -> Child:
@@ -108,7 +108,7 @@ async def spawn(
 
     Args:
         cwd: working directory, None for this process's.
-        env: the complete child environment.
+        env: the complete child environment; None: this process's own (inherited).
         limit: the stdout reader's line limit in bytes (at least ``CHUNK``).
 
     Raises:
@@ -124,7 +124,7 @@ async def spawn(
         stdout=asyncio.subprocess.PIPE,
         stderr=stderr,
         cwd=cwd,
-        env=dict(env),
+        env=dict(env) if env is not None else None,
         start_new_session=True,
     ))
     try:

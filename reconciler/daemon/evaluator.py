@@ -9,7 +9,8 @@ Promises:
   interval. Monitors started in the same loop iteration (a daemon restart, a large
   apply) have their first polls offset by a deterministic fraction (a CRC-32 of the
   name) of a window sized for ``FIRST_POLL_RATE`` first polls per second, capped at
-  the interval: one new monitor polls at once, a thousand spread over five seconds.
+  the interval: one new monitor polls at once, a thousand spread over five seconds
+  (``run --once`` polls every monitor at once: it waits for them, then exits).
 * **Never two polls of one monitor at once.** A tick that comes while the previous
   poll still runs is skipped and counted (``skipped``); a slow or failing source
   delays only its own monitor. Every source enforces its own ``timeout``. HTTP
@@ -81,18 +82,22 @@ class Engine(Pipeline):
         clock: due times and intervals (``monotonic``), timestamps in state and events
             (``time``), the liveness flush's sleep; ``daemon.clock.REAL`` by default.
         flush_interval: seconds between liveness flushes.
+        first_poll_rate: first polls per second the start-up spread aims at
+            (``FIRST_POLL_RATE``); None: every started monitor polls at once.
     """
 
     def __init__(self, store: store_mod.Store, dispatcher: events.Dispatcher, *,
                  ctx: SourceContext, guard: events.Guard | None = None,
                  clock: clock_mod.Clock = clock_mod.REAL,
-                 flush_interval: float = store_mod.LIVENESS_FLUSH_INTERVAL) -> None:
+                 flush_interval: float = store_mod.LIVENESS_FLUSH_INTERVAL,
+                 first_poll_rate: float | None = FIRST_POLL_RATE) -> None:
         self.store = store
         self.dispatcher = dispatcher
         self.ctx = ctx
         self.guard = guard
         self.clock = clock
         self.flush_interval = flush_interval
+        self.first_poll_rate = first_poll_rate
         self.stats = Stats()
         self._entries: dict[MonitorName, Entry] = {}
         self._scheduler: scheduler_mod.Scheduler[MonitorName] | None = None
@@ -291,9 +296,9 @@ class Engine(Pipeline):
         """Schedule the first polls of every monitor started in this loop iteration.
 
         Each first poll is offset by ``offset_fraction(name)`` of a window sized so
-        that first polls still pending arrive at about ``FIRST_POLL_RATE`` per second
+        that first polls still pending arrive at about ``first_poll_rate`` per second
         (capped at the interval): one started monitor polls at once, a thousand
-        started together spread over five seconds.
+        started together spread over five seconds (no window without a rate).
         """
         self._batch = None
         batch, self._starting = self._starting, []
@@ -301,11 +306,12 @@ class Engine(Pipeline):
         if not batch or self._scheduler is None:
             return
         pending = self._first_pending + len(batch)
+        rate = self.first_poll_rate
         now = self.clock.monotonic()
         for entry in batch:
             entry.counted = True
             self._first_pending += 1
-            window = min(entry.monitor.source.interval or 0.0, pending / FIRST_POLL_RATE)
+            window = min(entry.interval, pending / rate) if rate else 0.0
             self._scheduler.schedule(entry.monitor.name,
                                      now + offset_fraction(entry.monitor.name) * window)
 

@@ -163,7 +163,8 @@ class Daemon:
         self.registry.running = True
         self.registry.daemon_started_at = timestamps.utc_seconds()
         self.parts = self.reconciler.parts = parts_mod.build(
-            self.cfg, self.registry, redactor=self.redactor, on_autopause=self._autopaused_now)
+            self.cfg, self.registry, redactor=self.redactor, on_autopause=self._autopaused_now,
+            spread_first_polls=not self.options.once)
         server: control.ControlServer | None = None
         watcher: watch.Watcher | None = None
         rc = 0
