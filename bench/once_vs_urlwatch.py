@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -74,13 +75,19 @@ def urlwatch_argv(exe: Path, uw: Path) -> list[str]:
             "--hooks", str(uw / "hooks.py"), "--cache", str(uw / "cache.db")]
 
 
-def timed(argv: list[str], env: dict[str, str]) -> float:
-    start = time.perf_counter()
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the process and its children) of one run."""
+    cpu, start = children_cpu(), time.perf_counter()
     done = subprocess.run(argv, env=env, capture_output=True, text=True)
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         raise RuntimeError(f"{argv[0]} exited {done.returncode}:\n{done.stderr[-2000:]}")
-    return elapsed
+    return elapsed, children_cpu() - cpu
 
 
 def heavy_imports(argv: list[str], env: dict[str, str]) -> list[str]:
@@ -112,21 +119,22 @@ def main() -> None:
         ours_argv, peer_argv = monitors_argv(repo), urlwatch_argv(exe, uw)
         timed(ours_argv, env)  # baselines
         timed(peer_argv, env)
-        ours: list[float] = []
-        peer: list[float] = []
+        ours: list[tuple[float, float]] = []
+        peer: list[tuple[float, float]] = []
         for i in range(args.runs):
             pair = [(ours_argv, ours), (peer_argv, peer)]
             for argv, into in (pair if i % 2 == 0 else pair[::-1]):
                 into.append(timed(argv, env))
         heavy = heavy_imports(ours_argv, env)
-    m_ours, m_peer = statistics.median(ours), statistics.median(peer)
     print(f"once_vs_urlwatch: {args.jobs} command jobs, {args.runs} runs each, interleaved, "
           f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
-    print(f"  monitors run --once: median {m_ours:.3f}s  (runs: "
-          f"{', '.join(f'{x:.3f}' for x in ours)})")
-    print(f"  {URLWATCH}:      median {m_peer:.3f}s  (runs: "
-          f"{', '.join(f'{x:.3f}' for x in peer)})")
-    print(f"  ratio monitors/urlwatch: {m_ours / m_peer:.2f} (goal <= 1.00)")
+    for what, index in (("wall", 0), ("CPU (process and children)", 1)):
+        m_ours = statistics.median(r[index] for r in ours)
+        m_peer = statistics.median(r[index] for r in peer)
+        print(f"  {what}: monitors run --once median {m_ours:.3f}s, {URLWATCH} median "
+              f"{m_peer:.3f}s, ratio {m_ours / m_peer:.2f} (goal <= 1.00)")
+        print(f"    runs: monitors {', '.join(f'{r[index]:.3f}' for r in ours)}; urlwatch "
+              f"{', '.join(f'{r[index]:.3f}' for r in peer)}")
     print(f"  heavy modules the one-shot run imported: {', '.join(heavy) or 'none'}")
 
 

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from reconciler import errors, redaction, settings, timestamps
+from reconciler import errors, processes, redaction, settings, timestamps
 from reconciler.daemon import control, logformat, operations, protocol, watch
 from reconciler.daemon import parts as parts_mod
 from reconciler.daemon import reconcile as reconcile_mod
@@ -147,6 +147,7 @@ class Daemon:
                     log.warning("%s", note)
                 self.reconciler.boot_good = {n: e.monitor for n, e in previous.entries.items()}
                 self.registry.generation = previous.generation
+                processes.use_pidfd_watcher()  # no thread per child (Python 3.11)
                 with orphans.tracking(self.cfg.state_dir):  # kill a killed daemon's groups
                     return asyncio.run(self._main())
             finally:
