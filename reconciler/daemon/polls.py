@@ -130,12 +130,12 @@ class Entry:
     skipped: int = 0
     polls: int = 0
     parked: str | None = None
+    interval: float = field(init=False)
+    """Seconds between polls (``source.interval``, part of the fingerprint, so it never
+    changes for an entry; 0.0 for a stream or push source, which is not scheduled)."""
 
-    @property
-    def interval(self) -> float:
-        """Seconds between polls (``source.interval``; only polled sources are
-        scheduled, so never None here)."""
-        return self.monitor.source.interval or 0.0
+    def __post_init__(self) -> None:
+        self.interval = self.monitor.source.interval or 0.0
 
 
 @dataclass

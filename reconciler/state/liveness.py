@@ -22,12 +22,11 @@ import json
 import os
 import threading
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from reconciler import atomic, durations
-from reconciler.conditions import registry as condition_registry
-from reconciler.model import Monitor
+from reconciler import atomic
 from reconciler.state import records
 from reconciler.state.layout import LIVENESS_ALL_FILE, LIVENESS_FILE, StoreBase, file_sig
 
@@ -35,9 +34,9 @@ LIVENESS_FLUSH_INTERVAL = 5.0
 """Seconds between liveness flushes in the daemon; ``liveness_view`` allows this
 much extra age before calling a monitor STALLED."""
 
-ENCODE_CHUNK = 512
-"""Heartbeats JSON-encoded per call when writing the aggregate: a call holds the GIL,
-so the event loop (polls) runs between chunks."""
+ENCODE_CHUNK = 256
+"""Heartbeats JSON-encoded per ``flush_encode`` call (about half a millisecond): the
+daemon encodes on its event loop a slice at a time, so polls run in between."""
 
 
 def newest(*candidates: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -55,15 +54,27 @@ def newest(*candidates: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return dict(best) if best is not None else None
 
 
-def encode_all(entries: list[tuple[str, records.Liveness]]) -> bytes:
-    """``records.LivenessAll`` of ``entries`` as compact JSON, encoded in chunks of
-    ``ENCODE_CHUNK`` (see there)."""
-    parts: list[str] = []
-    for i in range(0, len(entries), ENCODE_CHUNK):
-        encoded = json.dumps(dict(entries[i:i + ENCODE_CHUNK]), separators=(",", ":"))
-        parts.append(encoded[1:-1])
-    body = ",".join(p for p in parts if p)
-    return f'{{"version":{records.LIVENESS_ALL_VERSION},"monitors":{{{body}}}}}\n'.encode()
+@dataclass(slots=True)
+class Flush:
+    """One liveness flush under way (``LivenessLog.flush_begin``).
+
+    Attributes:
+        seq: its order among flushes begun (a newer aggregate is never replaced).
+        dirty: monitors whose heartbeat changed since the previous flush.
+        files: monitors whose own liveness.json is due.
+        own: the records those files get.
+        names: the monitors the aggregate holds (None: the aggregate is of a newer
+            format version and not written).
+        parts: the aggregate's JSON encoded so far; ``done``: names encoded.
+    """
+
+    seq: int
+    dirty: set[str]
+    files: set[str]
+    own: dict[str, records.Liveness]
+    names: list[str] | None
+    parts: list[str] = field(default_factory=list)
+    done: int = 0
 
 
 def _fresh(base: Mapping[str, Any] | None) -> records.Liveness:
@@ -93,7 +104,9 @@ class LivenessLog(StoreBase):
         self._carried: dict[str, records.Liveness] | None = None
         self._all_frozen = False  # future-version aggregate: never overwritten
         self._all_cache: tuple[Any, dict[str, Any]] | None = None  # reader: (sig, entries)
-        self._flush_lock = threading.Lock()  # one flush at a time, in snapshot order
+        self._flush_lock = threading.Lock()  # one write of a flush at a time
+        self._flush_seq = 0  # flushes begun
+        self._flush_written = 0  # the newest flush whose aggregate was written
 
     # -- reading --------------------------------------------------------------
 
@@ -210,41 +223,85 @@ class LivenessLog(StoreBase):
         (atomic, not fsynced) and the own ``liveness.json`` of monitors whose error
         line changed; return how many monitors' changes were written.
 
+        ``flush_begin``, ``flush_encode`` over every slice, then ``flush_finish``; the
+        daemon runs the first two on its event loop a slice at a time (so a flush
+        never holds the loop, or the lock ``record_check`` takes, for more than a
+        slice) and only the write in a worker thread.
+
         A write that fails stays pending and is retried by the next flush; its
         monitors are reported in ``write_errors`` until a write of theirs succeeds.
         """
-        if self.readonly:
+        batch = self.flush_begin()
+        if batch is None:
             return 0
+        while self.flush_encode(batch):
+            pass
+        return self.flush_finish(batch)
+
+    def flush_begin(self) -> Flush | None:
+        """Start a flush: take what changed (None when nothing did, or read-only)."""
+        if self.readonly:
+            return None
+        with self._lock:
+            carried = self._carried_entries()
+            dirty = self._dirty - self._frozen
+            files = self._files - self._frozen
+            self._dirty.clear()
+            self._files.clear()
+            if not dirty and not files:
+                return None
+            if self._all_frozen:
+                files |= dirty
+                names: list[str] | None = None
+            else:
+                names = [n for n in self._liveness if n not in self._frozen]
+                names += [n for n in carried if n not in self._liveness]
+            own = {n: (self._liveness.get(n) or carried[n]).copy() for n in files
+                   if n in self._liveness or n in carried}
+            self._flush_seq += 1
+            return Flush(self._flush_seq, dirty, files, own, names)
+
+    def flush_encode(self, batch: Flush, size: int = ENCODE_CHUNK) -> bool:
+        """Encode the aggregate's next ``size`` heartbeats (as they are now); True while
+        some are left. Cheap enough to run on the event loop between polls."""
+        names = batch.names
+        if names is None or batch.done >= len(names):
+            return False
+        chunk = names[batch.done:batch.done + size]
+        with self._lock:
+            carried = self._carried_entries()
+            entries = {}
+            for name in chunk:
+                live = self._liveness.get(name) or carried.get(name)
+                if live is not None:
+                    entries[name] = live.copy()
+        if entries:
+            batch.parts.append(json.dumps(entries, separators=(",", ":"))[1:-1])
+        batch.done += len(chunk)
+        return batch.done < len(names)
+
+    def flush_finish(self, batch: Flush) -> int:
+        """Write what ``batch`` took (worker thread); see ``flush``. An aggregate older
+        than one already written (flushes that overlapped) is not written: the newer
+        one holds every heartbeat too."""
+        dirty, files = batch.dirty, batch.files
         with self._flush_lock:
-            with self._lock:
-                carried = self._carried_entries()
-                dirty = self._dirty - self._frozen
-                files = self._files - self._frozen
-                self._dirty.clear()
-                self._files.clear()
-                if not dirty and not files:
-                    return 0
-                if self._all_frozen:
-                    files |= dirty
-                    entries = None
-                else:
-                    entries = [(n, live.copy()) for n, live in self._liveness.items()
-                               if n not in self._frozen]
-                    entries += [(n, live) for n, live in carried.items()
-                                if n not in self._liveness]
-                batch = {n: (self._liveness.get(n) or carried[n]).copy() for n in files
-                         if n in self._liveness or n in carried}
             failed = self._ensure_dirs(dirty)
-            if entries is not None:
+            if batch.names is not None and batch.seq > self._flush_written:
+                while self.flush_encode(batch):  # what the caller left to encode
+                    pass
+                body = ",".join(batch.parts)
+                data = (f'{{"version":{records.LIVENESS_ALL_VERSION},"monitors":{{{body}}}}}'
+                        "\n").encode()
                 try:
                     self._ensure_root()
-                    atomic.write_bytes(self.root / LIVENESS_ALL_FILE, encode_all(entries),
-                                       durable=False)
+                    atomic.write_bytes(self.root / LIVENESS_ALL_FILE, data, durable=False)
+                    self._flush_written = batch.seq
                     self._writes.ok_many(dirty - failed)
                 except OSError as e:
                     self._writes.failed_many(sorted(dirty - failed), e)
                     failed |= dirty
-            failed |= self._write_files(batch)
+            failed |= self._write_files(batch.own)
         if failed:
             with self._lock:
                 self._dirty.update(failed & dirty)
@@ -324,79 +381,3 @@ class LivenessLog(StoreBase):
                 pending.discard(old)
                 pending.add(new)
         self._dirty.add(new)
-
-
-def liveness_view(
-    liveness: Mapping[str, Any] | None,
-    monitor: Monitor,
-    now: float,
-    *,
-    owned: bool = True,
-    slack: float = LIVENESS_FLUSH_INTERVAL,
-    running: bool = True,
-    write_error: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """What ``list`` and ``view`` show for a monitor's liveness, computed at read time.
-
-    Args:
-        liveness: ``Store.liveness(name)`` (None: never checked).
-        monitor: the monitor (its ``active`` flag and ``source.interval``).
-        now: Unix seconds.
-        owned: this device evaluates the monitor.
-        slack: extra age allowed for the liveness flush interval (seconds).
-        running: a daemon runs an evaluator for it right now (False for a paused,
-            auto-paused, refused or not-running monitor: never STALLED).
-        write_error: the daemon's ``Store.write_errors()`` entry for the monitor
-            (``error``, ``since``): its checks run but cannot be recorded, so the
-            files are stale; shown instead of STALLED (status ``error``).
-
-    Returns:
-        ``{"status": "never"|"ok"|"error"|"stalled", "stalled": bool, "text": str}``
-        plus the liveness keys (``lastCheckedAt``, ``checkCount``, ``lastError``,
-        ``consecutiveErrors``, ``lastFiredAt``, ``fireCount``). STALLED means enabled,
-        owned, running, and the last check is more than three intervals (plus ``slack``) old.
-    """
-    live = dict(liveness or {})
-    view: dict[str, Any] = {
-        "lastCheckedAt": live.get("lastCheckedAt"),
-        "checkCount": int(live.get("checkCount") or 0),
-        "lastError": live.get("lastError"),
-        "consecutiveErrors": int(live.get("consecutiveErrors") or 0),
-        "lastFiredAt": live.get("lastFiredAt"),
-        "fireCount": int(live.get("fireCount") or 0),
-        "stalled": False,
-    }
-    last = view["lastCheckedAt"]
-    count = view["checkCount"]
-    if write_error and running:
-        since = write_error.get("since")
-        ago = f" for {durations.ago(now - float(since))}" if isinstance(since, int | float) \
-            else ""
-        view.update(status="error", writeError=write_error.get("error"),
-                    text=f"error: cannot write state{ago}: {write_error.get('error')} "
-                    "(checks go on; what is shown here is from before)")
-        return view
-    if not count or last is None:
-        view.update(status="never", text="never polled")
-        return view
-    ago = durations.ago(now - float(last))
-    interval = monitor.source.interval
-    if (
-        monitor.active
-        and owned
-        and running
-        and isinstance(interval, int | float)
-        and now - float(last) > 3 * float(interval) + slack
-    ):
-        view.update(status="stalled", stalled=True, text=f"STALLED · last poll {ago} ago")
-        return view
-    if view["consecutiveErrors"]:
-        view.update(status="error", text=f"checked {count}x · error: {view['lastError']}")
-        return view
-    if view["fireCount"] and view["lastFiredAt"] is not None:
-        fired = durations.ago(now - float(view["lastFiredAt"]))
-        tail = f"fired {view['fireCount']}x, last {fired} ago"
-    else:
-        tail = condition_registry.quiet(monitor.condition)
-    view.update(status="ok", text=f"checked {count}x · last {ago} ago · {tail}")
-    return view

@@ -39,7 +39,8 @@ from reconciler.state.layout import (
     STATE_FILE,
     file_sig,
 )
-from reconciler.state.liveness import LIVENESS_FLUSH_INTERVAL, liveness_view
+from reconciler.state.liveness import LIVENESS_FLUSH_INTERVAL
+from reconciler.state.livenessview import liveness_view
 
 __all__ = ["LIVENESS_FLUSH_INTERVAL", "STATE_FILE", "Store", "autopause_text", "iso",
            "liveness_view", "refused_reason"]

@@ -161,3 +161,17 @@ def test_sigkill_during_flushes_leaves_a_whole_aggregate(tmp_path: Path) -> None
         assert len(everything["monitors"]) == 2000
         counts = {live["checkCount"] for live in everything["monitors"].values()}
         assert len(counts) == 1 and counts.pop() >= 2  # one snapshot, never a mix
+
+
+def test_an_older_flush_finishing_last_does_not_replace_a_newer_one(tmp_path: Path) -> None:
+    s = store_mod.Store(tmp_path)
+    s.record_check("m", ok=True, error=None, at=1.0)
+    older = s.flush_begin()
+    assert older is not None and not s.flush_encode(older)  # encoded: checkCount 1
+    s.record_check("m", ok=True, error=None, at=2.0)
+    newer = s.flush_begin()
+    assert newer is not None
+    assert s.flush_finish(newer) == 1
+    s.flush_finish(older)  # a slower writer: its snapshot is stale
+    everything = json.loads((tmp_path / "liveness.json").read_text())
+    assert everything["monitors"]["m"]["checkCount"] == 2
