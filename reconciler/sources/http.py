@@ -222,16 +222,17 @@ class Prepared:
         url: the parsed URL (``${NAME}``s expanded).
         headers: the expanded headers.
         timeout: the request's ``httpx.Timeout`` (``spec.timeout`` for each phase).
-        shown: the URL as messages show it (redacted).
-        shown_parsed: the parsed URL's text, redacted, when it differs from ``shown``
-            (``meta.url`` of a response from ``url`` itself), else None.
+        target: the URL as written, ``${NAME}``s expanded (redact before showing it:
+            secrets registered later count too).
+        normalized: the parsed URL's text when it differs from ``target`` (the
+            ``meta.url`` of a response from ``url`` itself), else None.
     """
 
     url: httpx.URL
     headers: dict[str, str]
     timeout: httpx.Timeout
-    shown: str
-    shown_parsed: str | None
+    target: str
+    normalized: str | None
 
 
 PREPARED_MAX = 100_000
@@ -254,12 +255,11 @@ def prepare(spec: HttpSpec, ctx: SourceContext) -> Prepared:
     cache: dict[Any, Prepared] = ctx.prepared.setdefault(HttpSpec.TYPE, {})
     found = cache.get(key)
     if found is None:
-        shown = ctx.redactor.redact(target)
-        parsed = check_url(target, shown)  # ${NAME}s: sent, never shown
+        parsed = check_url(target, ctx.redactor.redact(target))  # ${NAME}s: never shown
         check_headers(headers)
-        text = ctx.redactor.redact(str(parsed))
-        found = Prepared(parsed, headers, httpx.Timeout(spec.timeout), shown,
-                         text if text != shown else None)
+        text = str(parsed)
+        found = Prepared(parsed, headers, httpx.Timeout(spec.timeout), target,
+                         text if text != target else None)
         if len(cache) >= PREPARED_MAX:
             cache.clear()
         cache[key] = found
@@ -283,7 +283,7 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
     spec = monitor.source
     assert isinstance(spec, HttpSpec)
     request = prepare(spec, ctx)
-    url = request.shown
+    url = ctx.redactor.redact(request.target)
     timeout, limit = spec.timeout, spec.max_bytes
     body = process.Capped(limit)
     async with ctx.http_slots:
@@ -300,8 +300,8 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
                             break
                     status = response.status_code
                     # No redirect followed: the response is from the URL as parsed.
-                    final_url = ctx.redactor.redact(str(response.url)) \
-                        if response.history else request.shown_parsed
+                    final = str(response.url) if response.history else request.normalized
+                    final_url = ctx.redactor.redact(final) if final is not None else None
                     encoding = response.encoding or "utf-8"
                     content_type = response.headers.get("content-type", "")
                     location = response.headers.get("location")
