@@ -302,8 +302,11 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
                     # No redirect followed: the response is from the URL as parsed.
                     final = str(response.url) if response.history else request.normalized
                     final_url = ctx.redactor.redact(final) if final is not None else None
-                    encoding = response.encoding or "utf-8"
                     content_type = response.headers.get("content-type", "")
+                    # httpx parses a charset with the email package (costly per poll);
+                    # without one its answer is the client's default, UTF-8.
+                    encoding = (response.encoding or "utf-8") \
+                        if "charset" in content_type.lower() else "utf-8"
                     location = response.headers.get("location")
         except TimeoutError:
             raise errors.SourceError(

@@ -223,3 +223,15 @@ def test_polls_reuse_the_parsed_url_until_an_expansion_changes(
     observations = asyncio.run(go())
     assert [o.meta["status"] for o in observations] == [200, 200, 200, 500]
     assert parsed == [base + "/ok", base + "/fail"]
+
+
+def test_body_decoded_with_the_declared_charset_else_utf8() -> None:
+    def latin(h: http.server.BaseHTTPRequestHandler) -> None:
+        reply(h, 200, "café".encode("latin-1"), {"Content-Type": "text/plain; Charset=ISO-8859-1"})
+
+    def plain(h: http.server.BaseHTTPRequestHandler) -> None:
+        reply(h, 200, "café".encode(), {"Content-Type": "text/plain"})
+
+    with http_server({"/latin": latin, "/plain": plain}) as url:
+        assert get(url + "/latin").text == "200\ncafé"
+        assert get(url + "/plain").text == "200\ncafé"
