@@ -16,6 +16,7 @@ a run of command monitors needs none of httpx, jinja2, apprise.
 Usage::
 
     .venv/bin/python bench/once_vs_urlwatch.py [--jobs 100] [--runs 7] [--venv DIR]
+    PYTHONPATH=/path/to/older/checkout .venv/bin/python bench/once_vs_urlwatch.py  # before
 """
 
 from __future__ import annotations
@@ -93,8 +94,9 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
 def heavy_imports(argv: list[str], env: dict[str, str]) -> list[str]:
     """The top-level packages of ``HEAVY`` that a run of ``argv`` (Python) imported."""
     head = [sys.executable, "-X", "importtime", "-m", "reconciler"]
+    root = argv[argv.index("--root") + 1]  # not this checkout: -m puts the cwd first
     done = subprocess.run(head + argv[argv.index("--root"):], env=env, capture_output=True,
-                          text=True)
+                          text=True, cwd=root)
     seen = set()
     for line in done.stderr.splitlines():
         if line.startswith("import time:"):
