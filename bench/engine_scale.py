@@ -15,6 +15,14 @@ Usage::
 
     .venv/bin/python bench/engine_scale.py            # full run (~2 minutes)
     .venv/bin/python bench/engine_scale.py --quick    # smaller, ~40 s
+    .venv/bin/python bench/engine_scale.py --only idle --repeat 5   # 10k@1s, medians
+    .venv/bin/python bench/engine_scale.py --only http --repeat 5   # engine/httpx ratios
+
+``--only idle`` runs the scheduler floor and the 10,000-monitor idle engine ``--repeat``
+times, alternating, and prints the medians (CPU, p99 lateness, memory per monitor) and
+the start-up times (a start-up stall shows as a start-up of minutes). ``--only http``
+runs the saturated engine and the bare pooled httpx loop at caps 4 and 25 ``--repeat``
+times, alternating, and prints the medians and their ratio (goal >= 0.8).
 
 Figures are medians of what one run sees; these machines are shared and noisy, so
 compare ratios within a run rather than absolute numbers across runs.
@@ -307,6 +315,54 @@ def show(rows: list[dict[str, Any]]) -> None:
         print("  " + "  ".join(parts))
 
 
+def median_row(rows: list[dict[str, Any]], key: str) -> float:
+    values = sorted(float(r[key]) for r in rows)
+    return values[len(values) // 2] if len(values) % 2 else \
+        (values[len(values) // 2 - 1] + values[len(values) // 2]) / 2
+
+
+def only_idle(repeat: int, d: float, n: int) -> None:
+    scheds, idles = [], []
+    for _ in range(repeat):
+        scheds.append(child("sched", n, 1.0, d))
+        idles.append(child("idle", n, 1.0, d))
+    show(scheds + idles)
+    print(f"idle engine, {n} monitors at 1s, medians of {repeat} runs:")
+    for key in ("cpu_pct_core", "late_p50_ms", "late_p99_ms", "kb_per_monitor"):
+        print(f"  {key}: engine {median_row(idles, key):g}, scheduler-only floor "
+              f"{median_row(scheds, key):g}")
+    starts = [r["startup_s"] for r in idles]
+    print(f"  start-up (s): {', '.join(f'{x:g}' for x in starts)}; longest {max(starts):g}")
+
+
+def only_http(repeat: int, d: float) -> None:
+    server, url = start_server()
+    lines = []
+    try:
+        for cap in (4, 25):
+            floors, engines = [], []
+            for i in range(repeat):  # alternate, take medians
+                pair = [(floors, ("floor-http", cap, 0, d, url)),
+                        (engines, ("http", 500, 0.25, d, url, cap))]
+                for into, args in (pair if i % 2 == 0 else pair[::-1]):
+                    into.append(child(*args))  # type: ignore[arg-type]
+            f, e = median_row(floors, "achieved_per_s"), median_row(engines, "achieved_per_s")
+            for row in floors + engines:  # CPU per request: steadier on a shared machine
+                row["us_per_request"] = 1e4 * row["cpu_pct_core"] / row["achieved_per_s"]
+            fc, ec = median_row(floors, "us_per_request"), median_row(engines, "us_per_request")
+            lines.append(f"  cap {cap}: engine {e:g}/s vs bare httpx {f:g}/s = {e / f:.2f} "
+                         f"(medians of {repeat}; engine runs "
+                         f"{', '.join(str(r['achieved_per_s']) for r in engines)}; httpx "
+                         f"{', '.join(str(r['achieved_per_s']) for r in floors)})")
+            lines.append(f"         CPU per request: engine {ec:.0f} us vs bare httpx {fc:.0f} us "
+                         f"= {fc / ec:.2f} of httpx's efficiency")
+    finally:
+        server.kill()
+        server.wait()
+    print("HTTP: engine saturated poll rate / bare pooled httpx at the same cap (goal >= 0.8):")
+    print("\n".join(lines))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true")
@@ -317,6 +373,8 @@ def main() -> None:
     p.add_argument("--duration", type=float, default=10.0)
     p.add_argument("--url", default="")
     p.add_argument("--cap", type=int, default=0, help="HTTP in-flight cap (engine runs)")
+    p.add_argument("--only", choices=("idle", "http"), help="one comparison, --repeat times")
+    p.add_argument("--repeat", type=int, default=3)
     args = p.parse_args()
     if args.serve:
         serve(args.serve)
@@ -325,6 +383,12 @@ def main() -> None:
         child_main(args)
         return
     d = 5.0 if args.quick else 10.0
+    if args.only == "idle":
+        only_idle(args.repeat, d, args.n or 10000)
+        return
+    if args.only == "http":
+        only_http(args.repeat, d)
+        return
     print(f"engine_scale: python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
           f"{socket.gethostname()}, {d:g}s per scenario")
     rows: list[dict[str, Any]] = []

@@ -4,7 +4,8 @@ Shared by ``config`` (the writer, ``gitrepo``, fingerprints), ``state`` (every
 record) and the layers above, so neither of ``config`` and ``state`` imports the
 other. It must not import anything from ``reconciler``.
 
-Writes: a temp file in the same directory, then ``os.replace``.
+Writes: a temp file in the same directory, then ``os.replace``. Every write gets its own
+temp name (``_create_temp``), so concurrent writers of one file never share a temp.
 
 A reader sees the old bytes or the new bytes, never a torn mix, even if the
 writer is killed (SIGKILL) at any instant. With ``durable=True`` the file is
@@ -77,17 +78,13 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_bytes(path: Path, data: bytes, *, durable: bool, sole_writer: bool = False,
-                mode: int = FILE_MODE) -> None:
+def write_bytes(path: Path, data: bytes, *, durable: bool, mode: int = FILE_MODE) -> None:
     """Replace ``path`` with ``data`` atomically.
 
     Args:
         path: the target file; its directory must exist.
         data: the complete new content.
         durable: fsync the file before the rename and the directory after it.
-        sole_writer: the caller is the only writer of ``path`` (the daemon's liveness
-            flush): use the fixed temp name ``.<name>.tmp`` instead of a random one,
-            which is cheaper; a temp left by a killed writer is simply overwritten.
         mode: the new file's mode before the umask: ``FILE_MODE`` (0600) for state;
             files of the repository (monitor files, saved plans) pass 0o644.
 
@@ -95,13 +92,7 @@ def write_bytes(path: Path, data: bytes, *, durable: bool, sole_writer: bool = F
         OSError: the write failed; ``path`` is then unchanged and the temp file removed.
             Its ``filename`` is always set (``path`` when the failing call had none).
     """
-    if sole_writer:
-        tmp = str(path.with_name(f".{path.name}.tmp"))
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)  # O_CREAT keeps an old temp's mode: start from a new inode
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
-    else:
-        fd, tmp = _create_temp(path, mode)
+    fd, tmp = _create_temp(path, mode)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

@@ -50,3 +50,34 @@ def test_a_zombie_is_not_alive() -> None:
         assert not processes.alive(child.pid)
     finally:
         child.wait()
+
+
+PIDFD_CHILDREN = """
+import asyncio, sys, threading
+from reconciler import processes
+used = processes.use_pidfd_watcher()
+
+async def main():
+    children = [await processes.spawn(["sh", "-c", f"sleep 0.3; exit {i}"], cwd=None,
+                                      env=None) for i in range(20)]
+    threads = threading.active_count()  # while all 20 run
+    codes = [await c.wait_exit() for c in children]
+    for c in children:
+        processes.close(c)
+    return codes, threads
+
+codes, threads = asyncio.run(main())
+print(used, type(asyncio.get_child_watcher()).__name__ if used else "-",
+      codes == list(range(20)), threads)
+"""
+
+
+def test_pidfd_watcher_reaps_children_without_a_thread_each() -> None:
+    done = subprocess.run([sys.executable, "-c", PIDFD_CHILDREN], capture_output=True,
+                          text=True, timeout=60, cwd=os.path.dirname(os.path.dirname(
+                              os.path.abspath(__file__))))
+    assert done.returncode == 0, done.stderr
+    used, watcher, exit_codes_ok, threads = done.stdout.split()
+    assert exit_codes_ok == "True"
+    if sys.version_info < (3, 12) and hasattr(os, "pidfd_open") and used == "True":
+        assert watcher == "PidfdChildWatcher" and threads == "1"

@@ -29,16 +29,17 @@ import os
 import time
 from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
-from typing import Any, Protocol
-
-import httpx
+from typing import TYPE_CHECKING, Any, Protocol
 
 from reconciler import errors, timestamps
-from reconciler.actions import jobs, notifier, options, registry, spawn, templating
+from reconciler.actions import jobs, notifier, options, registry, spawn
 from reconciler.actions.options import ActionsConfig, Redactor
 from reconciler.actions.records import FireStatus, FireStore
 from reconciler.events import Event
 from reconciler.model import Monitor
+
+if TYPE_CHECKING:
+    import httpx
 
 LOG = logging.getLogger("monitors.actions")
 
@@ -265,11 +266,15 @@ class Dispatcher:
         Raises:
             errors.ActionError: the template does not render.
         """
+        from reconciler.actions import templating  # Jinja2: only once a fire renders
+
         return await asyncio.to_thread(templating.render, text, ctx)
 
     def http_client(self) -> httpx.AsyncClient:
         """The dispatcher's HTTP client (made on first use, closed by ``close``)."""
         if self._client is None:
+            import httpx  # only once an action sends HTTP (a one-shot run may never)
+
             self._client = httpx.AsyncClient(follow_redirects=False)
         return self._client
 

@@ -8,7 +8,7 @@ an equal one does not (``unchanged``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from reconciler.addflags import AddFlag
 from reconciler.conditions import signature
@@ -47,14 +47,17 @@ def decide(
     """See the module docstring and ``reconciler.conditions.decide``."""
     text, dedupe, key, sig = signature.prepare(monitor.condition, observation.text)
     summary = signature.shorten(key if dedupe else text)
-    base = {"fingerprint": monitor.fingerprint, "mode": MODE.value}
     if previous is None:
-        state = {**base, "baseline": sig, "lastSignature": sig}
+        state = {"fingerprint": monitor.fingerprint, "mode": MODE.value, "baseline": sig,
+                 "lastSignature": sig}
         return Decision(False, sig, summary, Reason.BASELINE, state, (), text, persist=True)
     same, legacy = signature.seen(previous.get("lastSignature"), sig, text, dedupe)
     if same:
-        state = {**previous, "lastSignature": sig} if legacy else dict(previous)
+        # Unchanged (every tick of a quiet monitor): the stored state as it is, no copy
+        # (a Decision's state is read, never changed in place).
+        state = {**previous, "lastSignature": sig} if legacy else cast(dict[str, Any], previous)
         return Decision(False, sig, summary, Reason.UNCHANGED, state, (), text,
                         persist=legacy)
-    state = {**previous, **base, "lastSignature": sig}
+    state = {**previous, "fingerprint": monitor.fingerprint, "mode": MODE.value,
+             "lastSignature": sig}
     return Decision(True, sig, summary, Reason.CHANGED, state, (), text, persist=True)

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from reconciler import errors, redaction, settings, timestamps
+from reconciler import errors, processes, redaction, settings, timestamps
 from reconciler.daemon import control, logformat, operations, protocol, sdnotify, watch
 from reconciler.daemon import parts as parts_mod
 from reconciler.daemon import reconcile as reconcile_mod
@@ -175,6 +175,7 @@ class Daemon:
                 self.reconciler.boot_good = {n: e.monitor for n, e in previous.entries.items()}
                 self.reconciler.follow(applied=(previous.git or {}).get("lastAppliedRevision"))
                 self.registry.generation = previous.generation
+                processes.use_pidfd_watcher()  # no thread per child (Python 3.11)
                 with orphans.tracking(self.cfg.state_dir):  # kill a killed daemon's groups
                     return asyncio.run(self._main())
             finally:
@@ -192,7 +193,8 @@ class Daemon:
         self.registry.running = True
         self.registry.daemon_started_at = timestamps.utc_seconds()
         self.parts = self.reconciler.parts = parts_mod.build(
-            self.cfg, self.registry, redactor=self.redactor, on_autopause=self._autopaused_now)
+            self.cfg, self.registry, redactor=self.redactor, on_autopause=self._autopaused_now,
+            spread_first_polls=not self.options.once)
         self.parts.engine.resume = not self.options.once  # --once polls every monitor now
         server: control.ControlServer | None = None
         watcher: watch.Watcher | None = None

@@ -104,8 +104,7 @@ class Recorder:
         groups = [{"pgid": pid, "pid": pid, "start": start}
                   for pid, start in sorted(self.groups.items())]
         try:
-            atomic.write_bytes(self.path, atomic.dumps({"groups": groups}), durable=False,
-                               sole_writer=True)
+            atomic.write_bytes(self.path, atomic.dumps({"groups": groups}), durable=False)
         except OSError as e:
             if not self._failing:
                 log.warning("cannot record child process groups in %s: %s", self.path,

@@ -38,12 +38,16 @@ class Parts:
 
 
 def build(cfg: settings.Settings, registry: registry_mod.Registry, *,
-          redactor: redaction.Redactor, on_autopause: Callable[[str], None]) -> Parts:
+          redactor: redaction.Redactor, on_autopause: Callable[[str], None],
+          spread_first_polls: bool = True) -> Parts:
     """Build the parts for ``cfg``; the supervisor keeps ``registry`` up to date.
 
     Args:
         redactor: shared by sources, engine, dispatcher and the log.
         on_autopause: called with a monitor's name when the rate limit auto-pauses it.
+        spread_first_polls: spread the first polls of monitors started together
+            (``evaluator.FIRST_POLL_RATE``); False for ``run --once``, which polls each
+            monitor once and exits, so waiting only adds to its time.
 
     Raises:
         errors.ConfigError: an action section of monitors.toml is invalid (an
@@ -63,7 +67,9 @@ def build(cfg: settings.Settings, registry: registry_mod.Registry, *,
     dispatcher.on_finish = metrics.fire_finished
     ctx = SourceContext.create(store=store, fleet=fleet.load(cfg.fleet_file),
                                        settings=cfg, redactor=redactor)
-    engine = evaluator.Engine(store, dispatcher, ctx=ctx, guard=guard)
+    engine = evaluator.Engine(
+        store, dispatcher, ctx=ctx, guard=guard,
+        first_poll_rate=evaluator.FIRST_POLL_RATE if spread_first_polls else None)
     return Parts(store=store, dispatcher=dispatcher, guard=guard, ctx=ctx, engine=engine,
                  supervisor=supervisor.Supervisor(engine, store, registry,
                                                   now=timestamps.utc_seconds))

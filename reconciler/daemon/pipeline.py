@@ -48,6 +48,7 @@ class Pipeline:
     _entries: dict[MonitorName, Entry]
     _first_pending: int
     _first_flush: asyncio.Future[None] | None
+    _first_names: list[MonitorName]
     _scheduler: Any
 
     def _park(self, entry: Entry, reason: str) -> None:
@@ -80,13 +81,15 @@ class Pipeline:
         return await self._evaluate(entry, observation)
 
     async def _flush_first(self, entry: Entry) -> None:
-        """Write liveness now when this was the first check of a started evaluator.
+        """Write the monitor's own liveness.json now when this was the first check of
+        a started evaluator.
 
-        Requests made in the same loop iteration share one flush (worker thread); a
-        request made while a flush runs starts the next one, so the check it made
-        is always in a flush that starts after it."""
+        Requests made in the same loop iteration share one worker-thread call that
+        writes only their files; a request made while one runs starts the next, so
+        the check it made is always in a write that starts after it."""
         if entry.polls != 1 or self._entries.get(entry.monitor.name) is not entry:
             return
+        self._first_names.append(entry.monitor.name)
         if self._first_flush is None:
             self._first_flush = asyncio.ensure_future(self._run_first_flush())
         with contextlib.suppress(Exception):
@@ -95,8 +98,9 @@ class Pipeline:
     async def _run_first_flush(self) -> None:
         await asyncio.sleep(0)  # let the first checks of this loop iteration join
         self._first_flush = None  # later requests start the next flush
+        names, self._first_names = self._first_names, []
         try:
-            await asyncio.to_thread(self.store.flush)
+            await asyncio.to_thread(self.store.flush_files, names)
         except Exception:  # the periodic flush retries; never fail a poll over it
             log.exception("liveness flush after a first check failed")
 
@@ -223,8 +227,9 @@ class Pipeline:
         ok = error is None
         entry.polls += 1
         self.store.record_check(monitor.name, ok=ok, error=error, at=at)
-        await self._flush_first(entry)
-        if entry.counted or not entry.first.done():
+        if entry.polls == 1:
+            await self._flush_first(entry)
+        if not entry.first.done():
             self._first_done(entry, FirstPoll(ok, error))
         if self.guard is not None:
             try:

@@ -120,7 +120,7 @@ def offset_fraction(name: str) -> float:
     return zlib.crc32(name.encode()) / 2**32
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Entry:
     """One running monitor in the engine: its future first poll, state and counters."""
 
@@ -135,6 +135,12 @@ class Entry:
     skipped: int = 0
     polls: int = 0
     parked: str | None = None
+    interval: float = field(init=False)
+    """Seconds between polls (``source.interval``, part of the fingerprint, so it never
+    changes for an entry; 0.0 for a stream or push source, which is not scheduled)."""
+
+    def __post_init__(self) -> None:
+        self.interval = self.monitor.source.interval or 0.0
 
 
 @dataclass

@@ -1,8 +1,10 @@
 """What sources share at run time: the pooled HTTP client, the store, the fleet.
 
 ``SourceContext`` is built once by the engine (or ``monitors test``) and passed to
-every ``observe``/``stream``. This module imports httpx; the declarative half of
-the sources package (specs, registry) never imports it, so lint stays light.
+every ``observe``/``stream``. httpx is imported when the first HTTP poll asks for the
+client (``http``), so a run without HTTP monitors (``run --once`` on commands) never
+imports it; the declarative half of the sources package (specs, registry) never
+does, so lint stays light.
 """
 
 from __future__ import annotations
@@ -14,12 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-import httpx
-
 from reconciler import errors, redaction
 from reconciler.fleet import Fleet
 
 if TYPE_CHECKING:
+    import httpx
+
     from reconciler.settings import Settings
     from reconciler.state.store import Store
 
@@ -46,7 +48,7 @@ class SourceContext:
     """What sources share: pooled HTTP client, in-flight cap, store, fleet, settings.
 
     Attributes:
-        http: the shared pooled ``httpx.AsyncClient`` (redirects are chosen per request).
+        http_in_flight: the cap on HTTP requests in flight (and the client's pool size).
         http_slots: caps HTTP requests in flight.
         store: the state store (pid markers), or None.
         fleet: the fleet (device sources).
@@ -56,9 +58,11 @@ class SourceContext:
         redactor: the shared redactor; every ``${NAME}`` value a source expands is
             registered with it (the engine redacts observations with it).
         environ: the environment ``${NAME}`` reads and commands inherit.
+        prepared: what a source type prepares once and reuses on every poll, by
+            ``source.type`` (``poll-http``: parsed URLs and timeouts; ``http.prepare``).
     """
 
-    http: httpx.AsyncClient
+    http_in_flight: int
     http_slots: asyncio.Semaphore
     store: Store | None = None
     fleet: Fleet = field(default_factory=Fleet)
@@ -67,6 +71,8 @@ class SourceContext:
     dry_run: bool = False
     redactor: redaction.Redactor = field(default_factory=redaction.Redactor)
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
+    prepared: dict[str, dict[Any, Any]] = field(default_factory=dict, repr=False)
+    _http: httpx.AsyncClient | None = field(default=None, repr=False)
 
     @classmethod
     def create(
@@ -79,14 +85,10 @@ class SourceContext:
         dry_run: bool = False,
         redactor: redaction.Redactor | None = None,
     ) -> SourceContext:
-        """Build a context with one pooled client sized to ``http_in_flight``.
-        Close it with ``aclose``. TLS verification is on (httpx's default)."""
-        limits = httpx.Limits(
-            max_connections=http_in_flight, max_keepalive_connections=http_in_flight
-        )
-        client = httpx.AsyncClient(limits=limits, follow_redirects=False, trust_env=False)
+        """Build a context whose pooled HTTP client (made on first use) is sized to
+        ``http_in_flight``. Close it with ``aclose``."""
         return cls(
-            http=client,
+            http_in_flight=http_in_flight,
             http_slots=asyncio.Semaphore(http_in_flight),
             store=store,
             fleet=fleet or Fleet(),
@@ -96,9 +98,24 @@ class SourceContext:
             redactor=redactor or redaction.Redactor(),
         )
 
+    @property
+    def http(self) -> httpx.AsyncClient:
+        """The shared pooled ``httpx.AsyncClient``, made on first use (redirects are
+        chosen per request; TLS verification on, httpx's default; no proxy from the
+        environment)."""
+        if self._http is None:
+            import httpx
+
+            limits = httpx.Limits(max_connections=self.http_in_flight,
+                                  max_keepalive_connections=self.http_in_flight)
+            self._http = httpx.AsyncClient(limits=limits, follow_redirects=False,
+                                           trust_env=False)
+        return self._http
+
     async def aclose(self) -> None:
-        """Close the HTTP client."""
-        await self.http.aclose()
+        """Close the HTTP client (when one was made)."""
+        if self._http is not None:
+            await self._http.aclose()
 
     def resolve(self, text: str) -> Path:
         """A source path as written (``file.path``, ``cwd``): ``~`` expanded, and a relative

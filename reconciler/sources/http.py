@@ -225,6 +225,58 @@ def _leaf(exc: BaseException) -> BaseException:
     return exc
 
 
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """What a poll of one URL needs, made once (``prepare``) and reused by every poll.
+
+    Attributes:
+        url: the parsed URL (``${NAME}``s expanded).
+        headers: the expanded headers.
+        timeout: the request's ``httpx.Timeout`` (``spec.timeout`` for each phase).
+        target: the URL as written, ``${NAME}``s expanded (redact before showing it:
+            secrets registered later count too).
+        normalized: the parsed URL's text when it differs from ``target`` (the
+            ``meta.url`` of a response from ``url`` itself), else None.
+    """
+
+    url: httpx.URL
+    headers: dict[str, str]
+    timeout: httpx.Timeout
+    target: str
+    normalized: str | None
+
+
+PREPARED_MAX = 100_000
+"""Prepared requests a source context keeps (one per distinct URL, headers, timeout)."""
+
+
+def prepare(spec: HttpSpec, ctx: SourceContext) -> Prepared:
+    """The ``Prepared`` request of ``spec``: ``${NAME}``s are expanded on every call (a
+    variable may change, and each value is registered with the redactor), the URL is
+    parsed and checked only the first time that expansion is seen.
+
+    Raises:
+        errors.SourceError: kind ``url`` or ``config`` (see ``observe``).
+    """
+    import httpx
+
+    target = ctx.expand(spec.url, where="url") if "$" in spec.url else spec.url
+    headers = expand_headers(spec.headers, ctx) if spec.headers else {}
+    key = (target, tuple(headers.items()), spec.timeout)
+    cache: dict[Any, Prepared] = ctx.prepared.setdefault(HttpSpec.TYPE, {})
+    found = cache.get(key)
+    if found is None:
+        parsed = check_url(target, ctx.redactor.redact(target))  # ${NAME}s: never shown
+        check_headers(headers)
+        text = str(parsed)
+        found = Prepared(parsed, headers, httpx.Timeout(spec.timeout), target,
+                         text if text != target else None)
+        if len(cache) >= PREPARED_MAX:
+            cache.clear()
+        cache[key] = found
+    return found
+
+
 async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
     """GET ``source.url`` once.
 
@@ -241,30 +293,31 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
 
     spec = monitor.source
     assert isinstance(spec, HttpSpec)
-    target = ctx.expand(spec.url, where="url")  # ${NAME}s: sent, never shown
-    url = ctx.redactor.redact(target)
+    request = prepare(spec, ctx)
+    url = ctx.redactor.redact(request.target)
     timeout, limit = spec.timeout, spec.max_bytes
-    check_url(target, url)
-    headers = expand_headers(spec.headers, ctx)
-    check_headers(headers)
     body = process.Capped(limit)
     async with ctx.http_slots:
         started = time.monotonic()
         try:
             async with asyncio.timeout(timeout):
                 async with ctx.http.stream(
-                    "GET", target, headers=headers,
-                    follow_redirects=spec.follow_redirects,
-                    timeout=httpx.Timeout(timeout),
+                    "GET", request.url, headers=request.headers,
+                    follow_redirects=spec.follow_redirects, timeout=request.timeout,
                 ) as response:
                     async for chunk in response.aiter_bytes():
                         body.add(chunk)
                         if body.truncated:
                             break
                     status = response.status_code
-                    final_url = ctx.redactor.redact(str(response.url))
-                    encoding = response.encoding or "utf-8"
+                    # No redirect followed: the response is from the URL as parsed.
+                    final = str(response.url) if response.history else request.normalized
+                    final_url = ctx.redactor.redact(final) if final is not None else None
                     content_type = response.headers.get("content-type", "")
+                    # httpx parses a charset with the email package (costly per poll);
+                    # without one its answer is the client's default, UTF-8.
+                    encoding = (response.encoding or "utf-8") \
+                        if "charset" in content_type.lower() else "utf-8"
                     location = response.headers.get("location")
                     redirects = [{"status": hop.status_code,
                                   "location": ctx.redactor.redact(
@@ -304,7 +357,7 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
         "truncated": body.truncated,
         "contentType": content_type,
     }
-    if final_url != url:
+    if final_url is not None and final_url != url:
         meta["url"] = final_url
     if location and 300 <= status < 400:
         meta["location"] = location

@@ -46,8 +46,12 @@ def argv(command: str | list[str]) -> list[str]:
     return ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
 
 
-def environment(extra: Mapping[str, str]) -> dict[str, str]:
-    """This process's environment plus ``extra`` (the spec's ``env``)."""
+def environment(extra: Mapping[str, str]) -> dict[str, str] | None:
+    """This process's environment plus ``extra`` (the spec's ``env``); None (inherit it
+    as it is) when ``extra`` is empty: copying ``os.environ`` costs a decode per
+    variable, about 0.3 ms a spawn."""
+    if not extra:
+        return None
     env = dict(os.environ)
     env.update(extra)
     return env

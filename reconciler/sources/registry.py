@@ -15,7 +15,7 @@ needs when called. ``TYPES`` imports a type's module the first time it is read
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from reconciler.addflags import AddFlag
@@ -153,13 +153,14 @@ def describe(spec: SourceSpec) -> str:
     return spec.describe()
 
 
-async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
-    """One check of ``monitor`` through its source type.
+def observe(monitor: Monitor, ctx: SourceContext) -> Awaitable[Observation]:
+    """One check of ``monitor`` through its source type: the type's ``observe``
+    coroutine, to await (no coroutine of its own: this runs on every poll).
 
-    Raises:
+    Raises (when awaited):
         errors.SourceError: the check failed.
     """
-    return await TYPES[monitor.source_type].observe(monitor, ctx)
+    return TYPES[monitor.source.TYPE].observe(monitor, ctx)
 
 
 def is_stream(monitor: Monitor) -> bool:

@@ -20,6 +20,8 @@ from reconciler.state import records, writeerrors
 MONITORS_DIR = "monitors"
 STATE_FILE = "state.json"
 LIVENESS_FILE = "liveness.json"
+LIVENESS_ALL_FILE = "liveness.json"
+"""At the state directory's root: every monitor's heartbeat, rewritten by each flush."""
 AUTOPAUSE_FILE = "autopause.json"
 PID_MARKER_FILE = "pid-marker.json"
 DROUGHT_FILE = "drought.json"
@@ -34,10 +36,15 @@ commit it). One daemon at a time writes here (daemon.lock holds its pid).
 
   daemon.lock                            lock held by the running daemon
   running.json                           what the daemon runs and the applied revision
+  liveness.json                          every monitor's heartbeat, rewritten every
+                                         few seconds (the newer of it and the monitor's
+                                         own liveness.json is the one that counts)
   monitors/<name>/state.json             condition state: fingerprint, baseline, last
                                          signature (written on baseline or fire only)
   monitors/<name>/liveness.json          heartbeat: lastCheckedAt, checkCount, lastError,
                                          consecutiveErrors, lastFiredAt, fireCount
+                                         (written on the first check and when the
+                                         error changes)
   monitors/<name>/autopause.json         a rate-limit auto-pause (`monitors resume` clears it)
   monitors/<name>/lifecycle.json         until/stopAfter/stopWhen: first start, fires, completion
   monitors/<name>/pid-marker.json        pid sources: the pid was seen running once

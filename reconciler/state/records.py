@@ -27,6 +27,7 @@ from reconciler import atomic, errors
 
 STATE_VERSION = 1
 LIVENESS_VERSION = 1
+LIVENESS_ALL_VERSION = 1
 FIRE_VERSION = 1
 AUTOPAUSE_VERSION = 1
 MARKER_VERSION = 1
@@ -64,6 +65,14 @@ class Liveness(TypedDict, total=False):
     consecutiveErrors: int
     lastFiredAt: float | None
     fireCount: int
+
+
+class LivenessAll(TypedDict, total=False):
+    """``<state>/liveness.json``: every monitor's heartbeat in one file, rewritten by
+    each liveness flush (``monitors``: name -> ``Liveness``)."""
+
+    version: int
+    monitors: dict[str, Liveness]
 
 
 class FireRecord(TypedDict, total=False):

@@ -13,9 +13,9 @@ Write costs (DESIGN.md §4):
 
 * ``write_state``, ``create_fire``, ``update_fire``, ``set_autopause``,
   ``set_pid_marker``, ``set_drought``: one atomic write, fsynced file and directory;
-* ``record_check``: memory only; ``flush`` later writes each changed monitor's
-  ``liveness.json`` once (atomic, not fsynced), so a poll costs O(1) bytes and
-  many polls of one monitor between flushes cost one small write.
+* ``record_check``: memory only; ``flush`` later writes one file for every
+  monitor's heartbeat (atomic, not fsynced; ``liveness``), so a poll costs O(1)
+  bytes and a flush one write whatever the number of monitors.
 """
 
 from __future__ import annotations
@@ -39,10 +39,14 @@ from reconciler.state.layout import (
     file_sig,
 )
 from reconciler.state.lifecycle import LifecycleLog
-from reconciler.state.liveness import LIVENESS_FLUSH_INTERVAL, liveness_view
+from reconciler.state.liveness import LIVENESS_FLUSH_INTERVAL
+from reconciler.state.livenessview import liveness_view
 
 __all__ = ["LIVENESS_FLUSH_INTERVAL", "STATE_FILE", "Store", "autopause_text", "iso",
            "liveness_view", "refused_reason"]
+
+_UNREAD: Any = object()
+"""``Store.autopaused``: the auto-pause of that monitor was not read yet."""
 
 iso = timestamps.utc_micro
 """Unix seconds -> ISO-8601 UTC with microseconds and ``Z`` (every record's times)."""
@@ -191,6 +195,14 @@ class Store(LifecycleLog):
             self._autopause[name] = record
         return record.copy() if record else None
 
+    def autopaused(self, name: str) -> bool:
+        """True when ``name`` is auto-paused: ``autopause`` without the lock and the copy
+        once cached (the engine asks before every poll; one dict read is atomic)."""
+        cached = self._autopause.get(name, _UNREAD)
+        if cached is _UNREAD:
+            return self.autopause(name) is not None
+        return cached is not None
+
     def autopause_reasons(self) -> dict[MonitorName, str]:
         """Every auto-paused monitor -> ``autopause_text`` (what plan excludes)."""
         out: dict[MonitorName, str] = {}
@@ -295,7 +307,8 @@ class Store(LifecycleLog):
     # -- rename and housekeeping ---------------------------------------------
 
     def forget(self, name: str) -> None:
-        """Drop in-memory caches of ``name`` after flushing its liveness (on stop)."""
+        """Drop in-memory caches of ``name`` (on stop); its liveness stays in the
+        aggregate the next flush writes."""
         with self._lock:
             self._autopause.pop(name, None)
             self._state_seen.pop(name, None)

@@ -13,7 +13,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 log = logging.getLogger("monitors.state")
@@ -67,6 +67,22 @@ class WriteErrors:
             cleared = not self._failing
         if cleared:
             log.info("state writes work again")
+
+    def failed_many(self, names: Iterable[str], e: OSError) -> None:
+        """A write that carried every one of ``names`` (the liveness flush's one file)
+        failed with ``e``; like ``failed`` for each."""
+        for name in names:
+            self.failed(name, e)
+
+    def ok_many(self, names: Iterable[str]) -> None:
+        """A write that carried every one of ``names`` succeeded; like ``ok`` for each,
+        but O(1) while nothing fails (the liveness flush carries every monitor)."""
+        with self._lock:
+            if not self._failing:
+                return
+            failing = [n for n in names if n in self._failing]
+        for name in failing:
+            self.ok(name)
 
     def snapshot(self) -> dict[str, dict[str, Any]]:
         """``{name: {"error": "<path>: <strerror>", "since": Unix seconds of the first

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import pytest
 
 from reconciler.daemon import protocol
+from reconciler.state import store as store_mod
 from tests.conftest import Repo
 
 T = TypeVar("T")
@@ -86,7 +87,9 @@ class Daemon:
         return monitors
 
     def liveness(self, name: str) -> dict[str, Any]:
-        return read_json(self.repo.state / "monitors" / name / "liveness.json") or {}
+        """What ``list`` reads: the newer of the aggregate and the monitor's own file."""
+        store = store_mod.Store(self.repo.state, readonly=True)
+        return dict(store.liveness(name) or {})
 
     def state(self, name: str) -> dict[str, Any]:
         return read_json(self.repo.state / "monitors" / name / "state.json") or {}

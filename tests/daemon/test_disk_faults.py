@@ -141,7 +141,7 @@ def test_list_shows_the_write_error_not_stalled_and_logs_no_traceback(
     row = wait_for(shown, what="list showing the write error", log=d.log)
     assert row["liveness"]["status"] == "error"
     assert str(row["liveness"]["writeError"]).endswith(
-        "/monitors/a/liveness.json: No space left on device")
+        "/liveness.json: No space left on device")
     assert "STALLED" not in d.cli("list").stdout
     (repo.state / "fill").unlink()  # space again: the error goes away
     wait_for(lambda: "cannot write state" not in d.cli("list").stdout,

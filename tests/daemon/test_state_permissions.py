@@ -107,7 +107,7 @@ def test_a_stricter_umask_stays_stricter(tmp_path: Path) -> None:
     old = os.umask(0o277)
     try:
         atomic.write_bytes(tmp_path / "f", b"x", durable=False)
-        atomic.write_bytes(tmp_path / "g", b"x", durable=False, sole_writer=True)
+        atomic.write_bytes(tmp_path / "g", b"x", durable=True)
         atomic.make_dirs(tmp_path / "d" / "e")
     finally:
         os.umask(old)
@@ -121,8 +121,9 @@ def test_liveness_rewrites_do_not_keep_an_old_temp_files_mode(tmp_path: Path) ->
     leftover = tmp_path / ".f.tmp"  # left world-readable by a killed older version
     leftover.write_bytes(b"old")
     leftover.chmod(0o644)
-    atomic.write_bytes(tmp_path / "f", b"x", durable=False, sole_writer=True)
+    atomic.write_bytes(tmp_path / "f", b"x", durable=False)
     assert stat.S_IMODE((tmp_path / "f").stat().st_mode) == 0o600
+    assert leftover.read_bytes() == b"old"  # every write has its own temp name
 
 
 def test_repository_files_stay_readable(tmp_path: Path) -> None:

@@ -194,3 +194,46 @@ def test_endless_body_is_capped_at_max_bytes_in_bounded_time_and_memory() -> Non
     assert obs.meta["truncated"] is True and len(obs.text) == len("200\n") + 100_000
     assert time.monotonic() - started < 5
     assert rss_bytes() - before < 64 << 20
+
+
+def test_polls_reuse_the_parsed_url_until_an_expansion_changes(
+        base: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The URL is parsed and checked once per monitor, not per poll (issue 17); a
+    # ${NAME} whose value changes is a new URL, parsed again.
+    parsed: list[str] = []
+    real = http.check_url
+
+    def counting(url: str, shown: str | None = None) -> Any:
+        if shown is not None:  # not check_url's own inner call
+            parsed.append(url)
+        return real(url, shown)
+
+    monkeypatch.setattr(http, "check_url", counting)
+    monkeypatch.setenv("OK_PATH_FOR_TEST", "ok")
+    m = monitor({"type": "poll-http", "url": base + "/${OK_PATH_FOR_TEST}", "interval": "30s"})
+
+    async def go() -> list[Observation]:
+        c = SourceContext.create()
+        try:
+            out = [await http.observe(m, c) for _ in range(3)]
+            monkeypatch.setenv("OK_PATH_FOR_TEST", "fail")
+            out.append(await http.observe(m, c))
+            return out
+        finally:
+            await c.aclose()
+
+    observations = asyncio.run(go())
+    assert [o.meta["status"] for o in observations] == [200, 200, 200, 500]
+    assert parsed == [base + "/ok", base + "/fail"]
+
+
+def test_body_decoded_with_the_declared_charset_else_utf8() -> None:
+    def latin(h: http.server.BaseHTTPRequestHandler) -> None:
+        reply(h, 200, "café".encode("latin-1"), {"Content-Type": "text/plain; Charset=ISO-8859-1"})
+
+    def plain(h: http.server.BaseHTTPRequestHandler) -> None:
+        reply(h, 200, "café".encode(), {"Content-Type": "text/plain"})
+
+    with http_server({"/latin": latin, "/plain": plain}) as url:
+        assert get(url + "/latin").text == "200\ncafé"
+        assert get(url + "/plain").text == "200\ncafé"
