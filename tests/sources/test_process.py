@@ -151,12 +151,13 @@ def test_background_grandchild_holding_stdout_does_not_hang(tmp_path: Path) -> N
             os.kill(int(pidfile.read_text()), signal.SIGKILL)
 
 
-def test_spawn_failure_is_check_error() -> None:
+def test_spawn_failure_is_check_error(tmp_path: Path) -> None:
+    missing = tmp_path / "missing"  # (a fixed path such as /nonexistent may exist)
     with pytest.raises(errors.SourceError) as info:
-        observe_poll(["/nonexistent/program"])
+        observe_poll([str(missing / "program")])
     assert info.value.kind == "spawn"
     with pytest.raises(errors.SourceError) as info2:
-        observe_poll("true", cwd="/nonexistent/dir")
+        observe_poll("true", cwd=str(missing / "dir"))
     assert info2.value.kind == "spawn"
 
 
