@@ -1,4 +1,6 @@
-"""``poll-http``: a GET every interval; the observation is ``<status>\\n<body>``.
+"""``poll-http``: a GET every interval; the observation is ``<status>\\n<body>`` (with
+followed redirects, ``<status>\\n`` then a ``redirect: <status> <location>`` line per hop,
+then the body).
 
 * One shared, pooled ``httpx.AsyncClient`` (``SourceContext.http``); requests in
   flight are capped by ``SourceContext.http_slots``.
@@ -9,8 +11,9 @@
   are never printed (``redacted_headers`` for display; the URL is shown redacted in
   errors and ``meta.url``).
 * Redirects are not followed unless ``followRedirects: true``; then each hop's status
-  and ``Location`` are in ``meta.redirects`` (``[{"status": 302, "location": ...}]``),
-  so a redirect to a status page that answers 200 can still be matched. TLS is verified.
+  and ``Location`` are in ``meta.redirects`` (``[{"status": 302, "location": ...}]``)
+  and in the text after the status line (``redirect: 302 /maintenance``), so a redirect
+  to a status page that answers 200 can still be matched. TLS is verified.
 * DNS, connect, TLS, protocol and timeout failures are check errors whose message
   names the exception class; the body is capped at ``maxBytes`` (``truncated``).
 * A URL that cannot be requested at all (unparsable, no host, a port outside
@@ -361,9 +364,12 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
         meta["url"] = final_url
     if location and 300 <= status < 400:
         meta["location"] = location
+    head = f"{status}\n"
     if redirects:
         meta["redirects"] = redirects
-    observed = Observation(f"{status}\n{text}", meta)
-    if spec.select is None:
-        return observed
-    return select_mod.observation(spec.select, observed, head=True)
+        # in the text too, so a condition can match a hop (a redirect to a status page
+        # that answers 200 is still seen): one ``redirect: <status> <location>`` line each
+        head += "".join(f"redirect: {hop['status']} {hop['location']}\n" for hop in redirects)
+    if spec.select is not None:
+        text = select_mod.apply(spec.select, text)
+    return Observation(head + text, meta)

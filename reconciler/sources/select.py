@@ -99,15 +99,11 @@ def apply(expression: str, document: str) -> str:
         raise errors.SourceError(f"{expression}: {_why(e)}", kind="select") from None
 
 
-def observation(expression: str, observed: Observation, *, head: bool = False) -> Observation:
-    """``observed`` with its text replaced by the selection; with ``head`` the first line
-    (``poll-http``'s status) is kept and the rest is the JSON document.
+def observation(expression: str, observed: Observation) -> Observation:
+    """``observed`` with its text replaced by the selection (``poll-http`` applies
+    ``apply`` to its body itself: its status and redirect lines stay).
 
     Raises:
         errors.SourceError: kind ``select``.
     """
-    text = observed.text
-    if head:
-        first, _, body = text.partition("\n")
-        return Observation(f"{first}\n{apply(expression, body)}", observed.meta)
-    return Observation(apply(expression, text), observed.meta)
+    return Observation(apply(expression, observed.text), observed.meta)
