@@ -16,6 +16,7 @@ from reconciler import errors, settings, snapshot
 from reconciler.client import control as client
 from reconciler.conditions import registry as condition_registry
 from reconciler.conditions.spec import Condition
+from reconciler.config import generation
 from reconciler.model import ActionSpec, Monitor, MonitorName
 from reconciler.state import direrrors
 from reconciler.state import registry as registry_mod
@@ -78,6 +79,7 @@ def _row(name: MonitorName, monitor: Monitor, *, status: str, owner: str, placem
         "builtin": monitor.scope.value == "system",
         "origin": str(monitor.origin),
         "fingerprint": monitor.fingerprint,
+        "generation": generation.of_file(monitor.origin) if str(monitor.origin) else None,
         "source": describe_source(monitor.source),
         "condition": describe_condition(monitor.condition),
         "action": describe_action(monitor.action),
