@@ -182,6 +182,10 @@ def view(data: dict[str, Any]) -> str:
         f"  owner:       {data['owner']} ({data['placement']})",
         f"  liveness:    {data['livenessText']}",
     ]
+    if data.get("stopped"):
+        stop = data["stopped"]
+        lines.append(f"  stopped:     {stop.get('reason')} ({stop.get('action')} "
+                     f"{stop.get('at')} by {stop.get('by')})")
     if cfg.get("description"):
         lines.append(f"  description: {cfg['description']}")
     if data.get("error"):

@@ -10,7 +10,7 @@ import anyio
 import yaml
 
 from reconciler.state import audit
-from tests.conftest import Repo
+from tests.conftest import Repo, run_cli
 from tests.mcpserver.conftest import CLIENT, call, session
 
 
@@ -51,3 +51,123 @@ def test_watch_starts_the_daemon_and_reports_the_first_poll(detached: Repo) -> N
     assert watched["arguments"]["labels"] == {"work-item": "pr-1"}
     assert listed["tool"] == "monitor_list" and listed["outcome"] == "applied"
     assert (repo.state / "audit.jsonl").stat().st_mode & 0o777 == 0o600
+
+
+def test_duplicate_behaviour_under_another_name_is_refused_naming_it(detached: Repo) -> None:
+    repo = detached
+
+    async def scenario() -> None:
+        async with session(repo) as s:
+            ok, got = await call(s, "monitor_watch", name="first", source=source("echo x"),
+                                 action=NOTIFY, wait=0)
+            assert ok, got
+            ok, again = await call(s, "monitor_watch", name="first", source=source("echo y"),
+                                   action=NOTIFY, wait=0)
+            assert not ok and "a monitor named 'first' already exists" in again
+            ok, dup = await call(s, "monitor_watch", name="second", source=source("echo x"),
+                                 action=NOTIFY, wait=0)
+            assert not ok
+            assert "same behaviour already exists" in dup and "'first'" in dup, dup
+            assert "\n" not in dup
+
+    anyio.run(scenario)
+    assert not (repo.user / "second.yml").exists()
+    outcomes = [r["outcome"] for r in audit.read(repo.state)]
+    assert outcomes[0] == "applied"
+    assert outcomes[1].startswith("refused: a monitor named 'first'")
+    assert outcomes[2].startswith("refused: same behaviour already exists")
+
+
+def test_two_updates_at_one_generation_one_applies_one_conflicts(detached: Repo) -> None:
+    repo = detached
+    results: list[tuple[bool, Any]] = []
+
+    async def scenario() -> None:
+        async with session(repo) as s:
+            ok, got = await call(s, "monitor_watch", name="head", source=source("echo one"),
+                                 action=NOTIFY, wait=0)
+            assert ok, got
+            ok, seen = await call(s, "monitor_inspect", name="head")
+            assert ok and seen["generation"] == got["generation"]
+
+            async def update(text: str) -> None:
+                results.append(await call(s, "monitor_update", name="head",
+                                          generation=seen["generation"],
+                                          source=source(text), action=NOTIFY, wait=0))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(update, "echo two")
+                tg.start_soon(update, "echo three")
+            ok, now = await call(s, "monitor_inspect", name="head")
+            assert ok
+            [(_, applied)] = [r for r in results if r[0]]
+            [(_, conflict)] = [r for r in results if not r[0]]
+            assert now["generation"] == applied["generation"] != seen["generation"]
+            assert conflict.startswith("conflict: ") and now["generation"] in conflict
+            command = now["config"]["source"]["command"][-1]
+            assert command in ("echo two", "echo three")
+
+    anyio.run(scenario)
+    outcomes = sorted(r["outcome"] for r in audit.read(repo.state)
+                      if r["tool"] == "monitor_update")
+    assert outcomes == ["applied", "conflict"]
+
+
+def test_stop_keeps_its_reason_for_inspect_view_and_the_audit(detached: Repo) -> None:
+    repo = detached
+    repo.write("system/builtin-check.yml", yaml.safe_dump(
+        {"name": "builtin-check", "source": source("echo builtin"), "action": NOTIFY}))
+
+    async def scenario() -> None:
+        async with session(repo) as s:
+            ok, got = await call(s, "monitor_watch", name="pr-7", source=source("echo open"),
+                                 action=NOTIFY, wait=0)
+            assert ok, got
+            ok, stopped = await call(s, "monitor_stop", name="pr-7", reason="PR merged")
+            assert ok and stopped["action"] == "removed", stopped
+            ok, seen = await call(s, "monitor_inspect", name="pr-7")
+            assert ok and seen["status"] == "stopped", seen
+            assert seen["stopped"]["reason"] == "PR merged"
+            assert seen["stopped"]["by"] == f"mcp:{CLIENT}"
+
+            ok, paused = await call(s, "monitor_stop", name="builtin-check",
+                                    reason="not on this box")
+            assert ok and paused["action"] == "paused", paused
+            ok, seen = await call(s, "monitor_inspect", name="builtin-check")
+            assert ok and seen["status"] == "paused"
+            assert seen["stopped"]["reason"] == "not on this box"
+
+    anyio.run(scenario)
+    assert not (repo.user / "pr-7.yml").exists()
+    assert (repo.system / "builtin-check.yml").exists()  # a built-in is never removed
+    [stop] = [r for r in audit.read(repo.state)
+              if r["tool"] == "monitor_stop" and r["arguments"]["name"] == "pr-7"]
+    assert stop["arguments"]["reason"] == "PR merged" and stop["outcome"] == "applied"
+    view = run_cli(["view", "builtin-check"], repo=repo)
+    assert "stopped:     not on this box" in view.stdout, view.output
+
+
+def test_bad_arguments_are_one_line_tool_errors(repo: Repo) -> None:
+    async def scenario() -> None:
+        async with session(repo) as s:
+            for tool, args, expected in (
+                    ("monitor_watch", {"name": "Bad Name", "source": source("true"),
+                                       "action": NOTIFY}, "name: 'Bad Name' does not match"),
+                    ("monitor_watch", {"name": "x", "action": NOTIFY},
+                     "'source' is a required property"),
+                    ("monitor_watch", {"name": "x", "source": {"type": "nope"},
+                                       "action": NOTIFY}, "source"),
+                    ("monitor_update", {"name": "x", "generation": "7",
+                                        "source": source("true"), "action": NOTIFY},
+                     "generation"),
+                    ("monitor_inspect", {"name": "ghost"}, "no monitor named 'ghost'"),
+                    ("monitor_stop", {"name": "ghost"}, "'reason' is a required property"),
+                    ("monitor_pause", {"name": "ghost", "extra": 1}, "extra"),
+                    ("monitor_nope", {}, "unknown tool 'monitor_nope'")):
+                ok, text = await call(s, tool, **args)
+                assert not ok, (tool, args)
+                assert "\n" not in text and "Traceback" not in text, text
+                assert expected in text, (tool, text)
+
+    anyio.run(scenario)
+    assert all(r["outcome"].startswith("refused: ") for r in audit.read(repo.state))
