@@ -34,12 +34,12 @@ async def session(repo: Repo) -> AsyncIterator[Any]:
         cwd=str(repo.root),
         env={k: v for k, v in os.environ.items() if k.startswith(("MONITORS_", "PATH",
                                                                      "HOME", "XDG_"))})
+    info = types.Implementation(name=CLIENT, version="1.0")
     with open(repo.root.parent / "mcp-stderr.log", "a") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write):
-            async with ClientSession(read, write, client_info=types.Implementation(
-                    name=CLIENT, version="1.0")) as s:
-                await s.initialize()
-                yield s
+        async with stdio_client(params, errlog=errlog) as (read, write), \
+                ClientSession(read, write, client_info=info) as s:
+            await s.initialize()
+            yield s
 
 
 async def call(s: Any, tool: str, **arguments: Any) -> tuple[bool, Any]:

@@ -37,7 +37,7 @@ def test_update_is_refused_while_an_action_is_in_flight(repo: Repo) -> None:
         id="20260101T000000.000000-aaaaaaaa", monitor=MonitorName("head"),
         fingerprint="sha256:x", fired_at="2026-01-01T00:00:00.000000Z",  # type: ignore[arg-type]
         summary="s", signature="s", observation="o", reason="changed"), status="dispatched")
-    with pytest.raises(errors.UsageError, match="action in flight.*20260101T000000"):
+    with pytest.raises(errors.UsageError, match=r"action in flight.*20260101T000000"):
         operations.update(_settings(repo), _update_args(path, "echo two"), by="mcp:t")
     assert path.read_bytes() == before
 
