@@ -70,7 +70,8 @@ class Written:
 
 
 def check_new(settings: Settings, monitor: Monitor, *, loaded: LoadResult,
-              force: bool = False, replacing: bool = False) -> Checked:
+              force: bool = False, replacing: bool = False, hint: str | None = None
+              ) -> Checked:
     """Refuse a name or behaviour that exists already, naming the match.
 
     Args:
@@ -78,6 +79,8 @@ def check_new(settings: Settings, monitor: Monitor, *, loaded: LoadResult,
         force: let a built-in be shadowed and a duplicate be declared (``add --force``).
         replacing: the user file of ``monitor.name`` is being replaced (``monitor_update``):
             the name is not a collision, and neither is its own behaviour.
+        hint: what to do instead, for a caller without ``--force`` (the MCP tools); by
+            default the messages suggest ``--force``.
 
     Raises:
         errors.UsageError: the name is taken (a user monitor, or a built-in without
@@ -85,6 +88,7 @@ def check_new(settings: Settings, monitor: Monitor, *, loaded: LoadResult,
             ``force``); the message names the match.
     """
     name = monitor.name
+    dup_hint = hint or "pass --force if deliberate: writes allowDuplicate: true"
     found = locate.find(settings, name, loaded=loaded)
     if found.user is not None and not replacing:
         raise errors.UsageError(
@@ -92,16 +96,15 @@ def check_new(settings: Settings, monitor: Monitor, *, loaded: LoadResult,
             f"change it with `monitors edit {name}` or pick another name")
     if found.system is not None and found.user is None and not force:
         raise errors.UsageError(
-            f"{name!r} is a built-in ({locate.shown(settings, found.system)}); pick another "
-            "name, or pass --force to shadow it with this user monitor (it then no longer "
-            "follows upstream)")
+            f"{name!r} is a built-in ({locate.shown(settings, found.system)}); "
+            + (hint or "pick another name, or pass --force to shadow it with this user "
+               "monitor (it then no longer follows upstream)"))
     dupes = [c.message for c in duplicates.conflicts(settings, monitor, loaded=loaded)
              if c.kind == "behaviour"]
     if dupes and not force:
         raise errors.UsageError(
             "same behaviour already exists: " + "; ".join(dupes)
-            + " (one trigger would fire twice; pass --force if deliberate: writes "
-            "allowDuplicate: true)")
+            + f" (one trigger would fire twice; {dup_hint})")
     from reconciler.client import fleet as fleet_client
 
     peers = fleet_client.duplicates(settings, monitor.fingerprint, name=name)
@@ -109,8 +112,7 @@ def check_new(settings: Settings, monitor: Monitor, *, loaded: LoadResult,
         raise errors.UsageError(
             "same behaviour already exists on another device: " + "; ".join(
                 f"{other!r} on {device}" for device, other in peers.found)
-            + " (one trigger would fire twice; pass --force if deliberate: writes "
-            "allowDuplicate: true)")
+            + f" (one trigger would fire twice; {dup_hint})")
     return Checked(found.system if found.user is None else None, dupes, peers)
 
 

@@ -94,12 +94,20 @@ def _monitor(name: str, doc: Mapping[str, Any]) -> Any:
         raise errors.UsageError(f"{name}: not a valid monitor: {e}") from None
 
 
-def _apply(settings: Settings, name: str, wait: float) -> dict[str, Any]:
+def _apply(settings: Settings, name: str, wait: float, *, written: str) -> dict[str, Any]:
     """Apply at once (starting the daemon when it is down, as ``add --apply``) and say
-    how the first poll of ``name`` went: ``{"status", "detail"}`` or None."""
+    how the first poll of ``name`` went: ``{"status", "detail"}`` or None.
+
+    Raises:
+        errors.MonitorsError: the apply failed; the message says that ``written`` (what
+            the tool changed) is in place all the same.
+    """
     from reconciler.client import handover
 
-    report = handover.apply(settings, wait=wait)
+    try:
+        report = handover.apply(settings, wait=wait)
+    except errors.MonitorsError as e:
+        raise type(e)(f"{written}, but it was not applied: {e}") from None
     mine = next((m for m in report.monitors if m.name == name), None)
     return {"startedDaemon": report.started_daemon, "generation": report.generation,
             "firstPoll": {"status": mine.status, "detail": mine.detail} if mine else None}
@@ -134,12 +142,14 @@ def watch(settings: Settings, args: Mapping[str, Any], *, by: str) -> dict[str, 
     arguments.check_name(name)
     doc = _doc(args)
     with authoring_lock(settings):
-        create.check_new(settings, _monitor(name, doc), loaded=loader.load(settings))
+        create.check_new(settings, _monitor(name, doc), loaded=loader.load(settings),
+                         hint="pick another name")
         written = create.write(settings, name, doc, command=f"monitor_watch (MCP, {by})")
     store_mod.Store(settings.state_dir).clear_stopped(name)
-    applied = _apply(settings, name, float(args.get("wait", WAIT)))
-    return {"name": name, "file": str(written.path.relative_to(settings.root)),
-            "generation": generation.of_file(written.path),
+    file, gen = written.path.relative_to(settings.root), generation.of_file(written.path)
+    applied = _apply(settings, name, float(args.get("wait", WAIT)),
+                     written=f"wrote {file} (generation {gen})")
+    return {"name": name, "file": str(file), "generation": gen,
             "firstPoll": applied["firstPoll"], "liveness": _liveness(settings, name),
             "startedDaemon": applied["startedDaemon"]}
 
@@ -188,14 +198,15 @@ def update(settings: Settings, args: Mapping[str, Any], *, by: str) -> dict[str,
             raise errors.UsageError(f"{name} has an action in flight (fire {busy[0]}); "
                                     "update it when the action has finished")
         checked = create.check_new(settings, _monitor(name, doc), loaded=loaded,
-                                   replacing=True)
+                                   replacing=True, hint="change the behaviour")
         if checked.duplicate:  # pragma: no cover - refused above without force
             doc["allowDuplicate"] = True
         written = create.write(settings, name, doc, path=found.user,
                                command=f"monitor_update (MCP, {by})")
-    applied = _apply(settings, name, float(args.get("wait", WAIT)))
-    return {"name": name, "file": str(written.path.relative_to(settings.root)),
-            "previousGeneration": expected, "generation": generation.of_file(written.path),
+    file, gen = written.path.relative_to(settings.root), generation.of_file(written.path)
+    applied = _apply(settings, name, float(args.get("wait", WAIT)),
+                     written=f"wrote {file} (generation {gen})")
+    return {"name": name, "file": str(file), "previousGeneration": expected, "generation": gen,
             "firstPoll": applied["firstPoll"], "liveness": _liveness(settings, name)}
 
 
@@ -293,7 +304,7 @@ def stop(settings: Settings, args: Mapping[str, Any], *, by: str) -> dict[str, A
             raise errors.NotFoundError(f"no monitor named {name!r}")
     store_mod.Store(settings.state_dir).set_stopped(name, reason=reason, by=by, action=action,
                                                     at=time.time())
-    applied = _apply(settings, name, 0.0)
+    applied = _apply(settings, name, 0.0, written=f"{action} {name}")
     return {"name": name, "action": action, "file": str(Path(path).relative_to(settings.root)),
             "reason": reason, "daemonGeneration": applied["generation"]}
 
@@ -316,7 +327,7 @@ def pause(settings: Settings, args: Mapping[str, Any]) -> dict[str, Any]:
                                    until=overlayedit.until_arg(until or "never"),
                                    author=gitrepo.author(settings),
                                    command=arguments.command_line(words))
-    applied = _apply(settings, name, 0.0)
+    applied = _apply(settings, name, 0.0, written=f"paused {name}")
     return {"name": name, "paused": True, "until": done.pause.until,
             "reason": done.pause.reason, "overlay": str(done.path.relative_to(settings.root)),
             "daemonGeneration": applied["generation"]}
@@ -343,6 +354,6 @@ def resume(settings: Settings, args: Mapping[str, Any]) -> dict[str, Any]:
         if control.status(settings.state_dir) is not None:
             control.clear_autopause(settings.state_dir, name)
         store.clear_autopause(name)
-    applied = _apply(settings, name, 0.0)
+    applied = _apply(settings, name, 0.0, written=f"resumed {name}")
     return {"name": name, "resumed": bool(had_pause or auto), "pauseRemoved": had_pause,
             "autopauseCleared": bool(auto), "daemonGeneration": applied["generation"]}

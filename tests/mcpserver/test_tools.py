@@ -43,9 +43,12 @@ def test_watch_starts_the_daemon_and_reports_the_first_poll(detached: Repo) -> N
             ok, listed = await call(s, "monitor_list")
             assert ok and [m["generation"] for m in listed["monitors"]
                            if m["name"] == "head"] == [got["generation"]]
+            ok, tested = await call(s, "monitor_test", name="head")
+            assert ok and tested["observation"]["text"].strip() == "one", tested
+            assert tested["wouldFire"] is False  # the first poll took the baseline
 
     anyio.run(scenario)
-    watched, listed = audit.read(repo.state)  # every call, reads too
+    watched, listed, _ = audit.read(repo.state)  # every call, reads too
     assert watched["caller"] == "mcp" and watched["client"] == CLIENT
     assert watched["tool"] == "monitor_watch" and watched["outcome"] == "applied"
     assert watched["arguments"]["labels"] == {"work-item": "pr-1"}
@@ -171,3 +174,26 @@ def test_bad_arguments_are_one_line_tool_errors(repo: Repo) -> None:
 
     anyio.run(scenario)
     assert all(r["outcome"].startswith("refused: ") for r in audit.read(repo.state))
+
+
+def test_pause_and_resume_through_overlays(detached: Repo) -> None:
+    repo = detached
+
+    async def scenario() -> None:
+        async with session(repo) as s:
+            ok, got = await call(s, "monitor_watch", name="head", source=source("echo one"),
+                                 action=NOTIFY, wait=0)
+            assert ok, got
+            ok, paused = await call(s, "monitor_pause", name="head", reason="deploy freeze",
+                                    until="2h")
+            assert ok and paused["reason"] == "deploy freeze" and paused["until"], paused
+            ok, seen = await call(s, "monitor_inspect", name="head")
+            assert ok and seen["status"] == "paused" and "deploy freeze" in seen["reason"]
+            assert seen["generation"] == got["generation"]  # an overlay is not the file
+            ok, resumed = await call(s, "monitor_resume", name="head")
+            assert ok and resumed["pauseRemoved"], resumed
+            ok, seen = await call(s, "monitor_inspect", name="head")
+            assert ok and seen["status"] == "running", seen
+
+    anyio.run(scenario)
+    assert not (repo.overlays / "head.yml").exists()
