@@ -116,12 +116,22 @@ def check_new(settings: Settings, monitor: Monitor, *, loaded: LoadResult,
     return Checked(found.system if found.user is None else None, dupes, peers)
 
 
+def _forget_stop(settings: Settings, name: str) -> None:
+    """A monitor file written for ``name`` ends an earlier ``monitor_stop``: its record
+    (``stopped.json``) no longer describes this monitor."""
+    from reconciler.state import store as store_mod
+
+    if (settings.state_dir / "monitors" / name).is_dir():
+        store_mod.Store(settings.state_dir).clear_stopped(name)
+
+
 def write(settings: Settings, name: str, doc: dict[str, Any], *, command: str,
           path: Path | None = None) -> Written:
     """Write ``doc`` as ``path`` (default ``monitors.d/NAME.yml``), then lint it.
 
     An existing file is replaced atomically; when lint finds an error the previous
     bytes are put back (or the new file and the folders made for it are removed).
+    Once written, an earlier stop record of ``name`` is forgotten.
 
     Args:
         doc: the monitor document (schema shape; ``name`` is set here).
@@ -156,4 +166,5 @@ def write(settings: Settings, name: str, doc: dict[str, Any], *, command: str,
                     folder.rmdir()
         first = next(p for p in found if p.severity is Severity.ERROR)
         raise NotLinted(f"{name} does not pass lint: {first.format()}", found)
+    _forget_stop(settings, name)
     return Written(target, normalize.monitor(body, name=name), found)

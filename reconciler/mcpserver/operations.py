@@ -136,7 +136,6 @@ def watch(settings: Settings, args: Mapping[str, Any], *, by: str) -> dict[str, 
     from reconciler.client import create
     from reconciler.config import generation, loader
     from reconciler.config.authoring import arguments
-    from reconciler.state import store as store_mod
 
     name = str(args["name"])
     arguments.check_name(name)
@@ -145,7 +144,6 @@ def watch(settings: Settings, args: Mapping[str, Any], *, by: str) -> dict[str, 
         create.check_new(settings, _monitor(name, doc), loaded=loader.load(settings),
                          hint="pick another name")
         written = create.write(settings, name, doc, command=f"monitor_watch (MCP, {by})")
-    store_mod.Store(settings.state_dir).clear_stopped(name)
     file, gen = written.path.relative_to(settings.root), generation.of_file(written.path)
     applied = _apply(settings, name, float(args.get("wait", WAIT)),
                      written=f"wrote {file} (generation {gen})")
@@ -349,7 +347,10 @@ def resume(settings: Settings, args: Mapping[str, Any]) -> dict[str, Any]:
             writer.write_overlay(settings, name, pause=None,
                                  command=arguments.command_line(["resume", name]))
     store = store_mod.Store(settings.state_dir)
-    auto = store.autopause(name) if (settings.state_dir / "monitors").is_dir() else None
+    auto = None
+    if store.monitor_dir(name).is_dir():
+        auto = store.autopause(name)
+        store.clear_stopped(name)  # a built-in stopped (paused) by monitor_stop runs again
     if auto:
         if control.status(settings.state_dir) is not None:
             control.clear_autopause(settings.state_dir, name)

@@ -139,15 +139,24 @@ def test_stop_keeps_its_reason_for_inspect_view_and_the_audit(detached: Repo) ->
             ok, seen = await call(s, "monitor_inspect", name="builtin-check")
             assert ok and seen["status"] == "paused"
             assert seen["stopped"]["reason"] == "not on this box"
+            view = run_cli(["view", "builtin-check"], repo=repo)
+            assert "stopped:     not on this box" in view.stdout, view.output
+            assert not (repo.user / "pr-7.yml").exists()
+            gone = run_cli(["view", "pr-7"], repo=repo)
+            assert gone.exit_code == 1 and "pr-7 was stopped" in gone.stderr
+            assert "PR merged" in gone.stderr
+
+            ok, again = await call(s, "monitor_watch", name="pr-7",
+                                   source=source("echo reopened"), action=NOTIFY, wait=0)
+            assert ok, again
+            ok, seen = await call(s, "monitor_inspect", name="pr-7")
+            assert ok and seen["stopped"] is None  # armed again: the old stop is over
 
     anyio.run(scenario)
-    assert not (repo.user / "pr-7.yml").exists()
     assert (repo.system / "builtin-check.yml").exists()  # a built-in is never removed
     [stop] = [r for r in audit.read(repo.state)
               if r["tool"] == "monitor_stop" and r["arguments"]["name"] == "pr-7"]
     assert stop["arguments"]["reason"] == "PR merged" and stop["outcome"] == "applied"
-    view = run_cli(["view", "builtin-check"], repo=repo)
-    assert "stopped:     not on this box" in view.stdout, view.output
 
 
 def test_bad_arguments_are_one_line_tool_errors(repo: Repo) -> None:
