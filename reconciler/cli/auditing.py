@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 from typing import Any
 
 import click
@@ -35,15 +34,14 @@ def outcome(exc: BaseException | None, rv: Any) -> str:
 
 
 def _record(ctx: click.Context, name: str, result: str) -> None:
-    from reconciler import redaction
+    from reconciler.mcpserver.server import redactor
     from reconciler.state import audit
 
     with contextlib.suppress(errors.MonitorsError, OSError):
         cfg = ctx.find_root().obj.settings()
-        redactor = redaction.Redactor(redaction.collect((), cfg.toml, os.environ))
         audit.append(cfg.state_dir, audit.entry(
             caller="cli", tool=name, arguments=dict(ctx.params), outcome=result,
-            redactor=redactor))
+            redactor=redactor(cfg)))
 
 
 def install(command: click.Command, name: str) -> click.Command:

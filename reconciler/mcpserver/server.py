@@ -48,7 +48,7 @@ def one_line(exc: BaseException) -> str:
     return text[:500]
 
 
-def _redactor(settings: Settings) -> Any:
+def redactor(settings: Settings) -> Any:
     """The redactor of the secrets the layers and monitors.toml reference (as the daemon
     registers them); an empty one when the layers cannot be read."""
     from reconciler import redaction
@@ -89,7 +89,7 @@ def call(settings: Settings, name: str, arguments: Mapping[str, Any], *,
     try:
         audit.append(settings.state_dir, audit.entry(
             caller="mcp", client=client, tool=name, arguments=arguments, outcome=outcome,
-            redactor=_redactor(settings)))
+            redactor=redactor(settings)))
     except errors.MonitorsError as e:
         log.warning("audit: %s", e)
     if failure is not None:

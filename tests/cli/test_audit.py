@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.conftest import Repo, run_cli
 
 
@@ -35,3 +37,22 @@ def test_write_commands_are_audited_with_their_outcome(repo: Repo) -> None:
 def test_audit_without_records(repo: Repo) -> None:
     shown = run_cli(["audit"], repo=repo)
     assert shown.exit_code == 0 and "no audit records yet" in shown.stdout
+
+
+def test_audited_arguments_have_secrets_redacted(repo: Repo,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOOK_TOKEN", "s3cr3t-value-123")
+    repo.write("monitors.d/hook.yml", """
+        name: hook
+        source: {type: poll, command: [echo, x], interval: 1s}
+        action:
+          type: webhook-out
+          url: https://example.invalid/h
+          headers: {Authorization: "Bearer ${HOOK_TOKEN}"}
+        """)
+    added = run_cli(["add", "leak", "--poll", "echo s3cr3t-value-123", "30s", "--notify"],
+                    repo=repo)
+    assert added.exit_code == 0, added.output
+    [record] = json.loads(run_cli(["audit", "--json"], repo=repo).stdout)
+    assert "s3cr3t-value-123" not in json.dumps(record)
+    assert record["arguments"]["poll"] == ["echo ***", "30s"]
