@@ -195,10 +195,8 @@ def update(settings: Settings, args: Mapping[str, Any], *, by: str) -> dict[str,
         if busy:
             raise errors.UsageError(f"{name} has an action in flight (fire {busy[0]}); "
                                     "update it when the action has finished")
-        checked = create.check_new(settings, _monitor(name, doc), loaded=loaded,
-                                   replacing=True, hint="change the behaviour")
-        if checked.duplicate:  # pragma: no cover - refused above without force
-            doc["allowDuplicate"] = True
+        create.check_new(settings, _monitor(name, doc), loaded=loaded, replacing=True,
+                         hint="change the behaviour")
         written = create.write(settings, name, doc, path=found.user,
                                command=f"monitor_update (MCP, {by})")
     file, gen = written.path.relative_to(settings.root), generation.of_file(written.path)
@@ -253,9 +251,11 @@ def inspect(settings: Settings, args: Mapping[str, Any]) -> dict[str, Any]:
                                                      "lastError", "consecutiveErrors",
                                                      "lastFiredAt", "fireCount")}},
             "lifecycle": store.lifecycle(name),
-            "recentFires": [{k: f.get(k) for k in ("id", "status", "at", "firedAt", "reason",
-                                                   "attempts", "exitCode") if k in f}
-                            for f in data["recentFires"]],
+            "recentFires": [
+                {**{k: f.get(k) for k in ("id", "status", "createdAt", "finishedAt", "action",
+                                          "reason", "attempts", "exitCode") if k in f},
+                 "why": (f.get("event") or {}).get("reason")}
+                for f in data["recentFires"]],
             "stopped": _stop_json(stopped) if stopped else None}
 
 

@@ -185,14 +185,23 @@ def test_bad_arguments_are_one_line_tool_errors(repo: Repo) -> None:
     assert all(r["outcome"].startswith("refused: ") for r in audit.read(repo.state))
 
 
-def test_pause_and_resume_through_overlays(detached: Repo) -> None:
+def test_inspect_shows_fires_and_pause_and_resume_use_overlays(detached: Repo) -> None:
     repo = detached
 
     async def scenario() -> None:
         async with session(repo) as s:
             ok, got = await call(s, "monitor_watch", name="head", source=source("echo one"),
-                                 action=NOTIFY, wait=0)
+                                 condition={"mode": "every"}, action=NOTIFY, wait=0)
             assert ok, got
+            with anyio.fail_after(20):  # every poll fires: inspect shows the fires
+                while True:
+                    ok, seen = await call(s, "monitor_inspect", name="head", fires=3)
+                    if ok and seen["recentFires"]:
+                        break
+                    await anyio.sleep(0.2)
+            fire = seen["recentFires"][0]
+            assert fire["id"] and fire["status"] and fire["why"], fire
+            assert seen["liveness"]["fireCount"] >= 1
             ok, paused = await call(s, "monitor_pause", name="head", reason="deploy freeze",
                                     until="2h")
             assert ok and paused["reason"] == "deploy freeze" and paused["until"], paused
