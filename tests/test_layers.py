@@ -115,7 +115,9 @@ FORBIDDEN: dict[str, set[str]] = {
     "render": {"cli", "daemon", "client"},
     # snapshot: the I/O half of planning (layers, fleet, git -> plan inputs)
     "snapshot": {"daemon", "client", "render", "cli"},
-    "client": {"cli", "server"},
+    "client": {"cli", "server", "mcpserver"},
+    # the MCP server for agents (``monitors mcp``): above client, below cli
+    "mcpserver": {"cli", "server"},
     # the daemon's HTTP server: above daemon and client, below cli
     "server": {"cli"},
     # the API token: read by the server and the fleet client, written by `token create`
@@ -125,8 +127,9 @@ FORBIDDEN: dict[str, set[str]] = {
 
 # upper areas -> the only areas that may import them (the lower ones above never do)
 IMPORTED_ONLY_BY: dict[str, set[str]] = {
-    "client": {"cli", "server"},
+    "client": {"cli", "server", "mcpserver"},
     "server": {"cli"},
+    "mcpserver": {"cli"},
     "snapshot": {"client", "daemon", "cli"},
 }
 

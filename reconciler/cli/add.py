@@ -12,9 +12,7 @@ refuses a dead pid for ``--watch-pid`` unless ``--force``.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import click
@@ -24,11 +22,11 @@ from reconciler import fleet as fleet_mod
 from reconciler.actions import registry as actions_registry
 from reconciler.cli.overlay_cmds import load, run_apply, settings_of, shown
 from reconciler.cli.params import INTEGER
+from reconciler.client import create
 from reconciler.conditions import registry as condition_registry
-from reconciler.config import normalize, writer
-from reconciler.config.authoring import adddoc, arguments, duplicates, locate
+from reconciler.config import normalize
+from reconciler.config.authoring import adddoc, arguments
 from reconciler.planning import placement
-from reconciler.settings import Settings
 from reconciler.sources import registry as source_types
 
 
@@ -76,33 +74,6 @@ def _command_words(params: dict[str, Any]) -> list[str]:
         if params.get(key):
             words.append(name)
     return words
-
-
-def _lint_or_undo(settings: Settings, path: Path, created_dirs: list[Path], *,
-                  name: str) -> None:
-    """Run on the new file the checks ``monitors lint`` runs (schema, semantics and the
-    agent/routine/channel names against monitors.toml, through ``cli.lint``'s own
-    action check); print every problem as ``file:line:col: ...``. On an error,
-    delete the file and the folders created for it, then raise.
-
-    Raises:
-        errors.ConfigError: the file has lint errors (it is removed first).
-    """
-    from reconciler.cli import lint as lint_cmd
-    from reconciler.config import lint
-    from reconciler.config import problems as problems_mod
-
-    check, problems = lint_cmd.action_check(settings)
-    report = lint.run(settings, [path], action_check=check)
-    found = sorted(report.problems + problems)
-    for problem in found:
-        click.echo(problem.format(), err=True)
-    if problems_mod.counts(found)[0]:
-        path.unlink(missing_ok=True)
-        for folder in created_dirs:  # deepest first; only folders this add created
-            with contextlib.suppress(OSError):
-                folder.rmdir()
-        raise errors.ConfigError(f"add: {name} does not pass lint (see above); nothing written")
 
 
 def _source_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -181,55 +152,29 @@ def command(ctx: click.Context, /, **params: Any) -> int:
     )
     doc = adddoc.build_doc(req)
     monitor = normalize.monitor(doc, name=req.name)
-    loaded = load(settings)
-    found = locate.find(settings, req.name, loaded=loaded)
-    if found.user is not None:
-        raise errors.UsageError(
-            f"a monitor named {req.name!r} already exists ({shown(settings, found.user)}); "
-            f"change it with `monitors edit {req.name}` or pick another name"
-        )
-    if found.system is not None and not req.force:
-        raise errors.UsageError(
-            f"{req.name!r} is a built-in ({shown(settings, found.system)}); pick another name, "
-            "or pass --force to shadow it with this user monitor (it then no longer follows "
-            "upstream)"
-        )
-    dupes = [c for c in duplicates.conflicts(settings, monitor, loaded=loaded)
-             if c.kind == "behaviour"]
-    if dupes and not req.force:
-        raise errors.UsageError(
-            "same behaviour already exists: " + "; ".join(c.message for c in dupes)
-            + " (one trigger would fire twice; pass --force if deliberate: writes "
-            "allowDuplicate: true)"
-        )
-    from reconciler.client import fleet as fleet_client
-
-    peer_check = fleet_client.duplicates(settings, monitor.fingerprint, name=req.name)
-    if peer_check.found and not req.force:
-        raise errors.UsageError(
-            "same behaviour already exists on another device: " + "; ".join(
-                f"{name!r} on {device}" for device, name in peer_check.found)
-            + " (one trigger would fire twice; pass --force if deliberate: writes "
-            "allowDuplicate: true)")
-    if dupes or peer_check.found:
+    checked = create.check_new(settings, monitor, loaded=load(settings), force=req.force)
+    if checked.duplicate:
         doc["allowDuplicate"] = True
-    path = settings.user_dir / f"{req.name}.yml"
-    text = writer.monitor_yaml(doc, root=settings.root, target=path,
+    try:
+        written = create.write(settings, req.name, doc,
                                command=arguments.command_line(_command_words(params)))
-    created_dirs = [d for d in (path.parent, *path.parent.parents) if not d.exists()]
-    writer.atomic_write(path, text)
-    _lint_or_undo(settings, path, created_dirs, name=req.name)
-
+    except create.NotLinted as e:
+        for problem in e.problems:
+            click.echo(problem.format(), err=True)
+        raise errors.ConfigError(f"add: {req.name} does not pass lint (see above); "
+                                 "nothing written") from None
+    for problem in written.problems:
+        click.echo(problem.format(), err=True)
     fleet = fleet_mod.load(settings.fleet_file)
-    written = normalize.monitor(doc, name=req.name)
-    decision = placement.owner_decision(written, device=settings.device, fleet=fleet)
-    click.echo(f"added {req.name}: {shown(settings, path)} ({decision.reason})")
-    if dupes:
+    decision = placement.owner_decision(written.monitor, device=settings.device, fleet=fleet)
+    click.echo(f"added {req.name}: {shown(settings, written.path)} ({decision.reason})")
+    if checked.behaviour:
         click.echo("note: declared a deliberate duplicate of "
-                   + ", ".join(c.message.split(" (")[0] for c in dupes), err=True)
-    if found.system is not None:
-        click.echo(f"note: shadows the built-in {shown(settings, found.system)}, which no "
+                   + ", ".join(m.split(" (")[0] for m in checked.behaviour), err=True)
+    if checked.system is not None:
+        click.echo(f"note: shadows the built-in {shown(settings, checked.system)}, which no "
                    "longer receives upstream fixes here", err=True)
+    peer_check = checked.peers
     if peer_check.found:
         click.echo("note: declared a deliberate duplicate of " + ", ".join(
             f"{name!r} on {device}" for device, name in peer_check.found), err=True)

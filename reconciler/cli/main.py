@@ -41,6 +41,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "channels": ("channels", "Send a test message through a notify channel."),
     "token": ("token", "Create the bearer token of the daemon's HTTP API."),
     "service": ("service", "Install a systemd unit that runs the daemon."),
+    "mcp": ("mcp", "Serve the monitor tools to coding agents over MCP (stdio)."),
+    "audit": ("audit", "Show the audit trail of MCP calls and CLI write commands."),
 }
 
 
@@ -93,7 +95,9 @@ class LazyGroup(click.Group):
             return _not_yet(cmd_name, help_text)
         command = getattr(module, "commands", {}).get(cmd_name) or module.command
         assert isinstance(command, click.Command)
-        return params.install(command)
+        from reconciler.cli import auditing
+
+        return auditing.install(params.install(command), cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][1]) for name in sorted(COMMANDS)]

@@ -237,6 +237,8 @@ def resume(ctx: click.Context, name: str | None, labels: tuple[str, ...], commit
         auto = store.autopause(n)
         if auto:
             _clear_autopause(settings, store, n)
+        if had_pause and store.monitor_dir(n).is_dir():
+            store.clear_stopped(n)  # a built-in that monitor_stop paused runs again
         what = []
         if had_pause:
             what.append(f"removed {shown(settings, path)}" if kept is None

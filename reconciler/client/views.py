@@ -16,6 +16,7 @@ from reconciler import errors, settings, snapshot
 from reconciler.client import control as client
 from reconciler.conditions import registry as condition_registry
 from reconciler.conditions.spec import Condition
+from reconciler.config import generation
 from reconciler.model import ActionSpec, Monitor, MonitorName
 from reconciler.state import direrrors
 from reconciler.state import registry as registry_mod
@@ -78,6 +79,7 @@ def _row(name: MonitorName, monitor: Monitor, *, status: str, owner: str, placem
         "builtin": monitor.scope.value == "system",
         "origin": str(monitor.origin),
         "fingerprint": monitor.fingerprint,
+        "generation": generation.of_file(monitor.origin) if str(monitor.origin) else None,
         "source": describe_source(monitor.source),
         "condition": describe_condition(monitor.condition),
         "action": describe_action(monitor.action),
@@ -237,6 +239,11 @@ def view(cfg: settings.Settings, name: str, *, fires: int = 10,
     listing = rows(cfg, status=status)
     row = next((r for r in listing["monitors"] if r["name"] == name), None)
     if row is None:
+        stopped = _stopped(cfg, name)
+        if stopped:
+            raise errors.NotFoundError(
+                f"{name} was stopped {stopped.get('at')} by {stopped.get('by')}: "
+                f"{stopped.get('reason')} (its file was {stopped.get('action')})")
         raise errors.NotFoundError(f"no monitor named {name!r} on this device (see "
                                    "`monitors list`)")
     reg = registry_mod.load(cfg.state_dir)
@@ -268,7 +275,17 @@ def view(cfg: settings.Settings, name: str, *, fires: int = 10,
         "lastApplied": applied,
         "state": state,
         "recentFires": store.fires(name, limit=fires),
+        "stopped": _stopped(cfg, name),
     }
+
+
+def _stopped(cfg: settings.Settings, name: str) -> dict[str, Any] | None:
+    """The stop record of ``name`` (``monitor_stop``), or None."""
+    store = _store(cfg)
+    if not store.monitor_dir(name).is_dir():
+        return None
+    record = store.stopped(name)
+    return dict(record) if record else None
 
 
 def runs(cfg: settings.Settings, name: str, *, limit: int = 20) -> list[dict[str, Any]]:

@@ -69,7 +69,8 @@ def listing(data: dict[str, Any], *, wide: bool = False, width: int | None = Non
     Default (fits 80-100 columns, like ``kubectl get``): one line per monitor with
     NAME, STATUS, SOURCE (cut with ``…``) and ACTION, its liveness (and owner when
     it is another device) indented on the next line. ``wide`` (``kubectl get -o
-    wide``): one full line per monitor with CONDITION, OWNER and LIVENESS too.
+    wide``): one full line per monitor with CONDITION, OWNER, GENERATION (the file's
+    content hash, ``config.generation``) and LIVENESS too.
     ``width`` (default: the terminal's, at least 80) bounds the liveness lines.
     """
     # a fleet listing (client.fleet.listing) with another device in it: a DEVICE column
@@ -79,9 +80,10 @@ def listing(data: dict[str, Any], *, wide: bool = False, width: int | None = Non
         for m in data["monitors"]:
             name = m["name"] + (" [built-in]" if m["builtin"] else "")
             rows.append([*([m["device"]] if fleet else []), name, m["status"], m["source"],
-                         m["condition"], m["action"], m["owner"], m["livenessText"]])
+                         m["condition"], m["action"], m["owner"],
+                         m.get("generation") or "-", m["livenessText"]])
         lines = _table([*(["DEVICE"] if fleet else []), "NAME", "STATUS", "SOURCE",
-                        "CONDITION", "ACTION", "OWNER", "LIVENESS"], rows)
+                        "CONDITION", "ACTION", "OWNER", "GENERATION", "LIVENESS"], rows)
     else:
         width = width or max(80, shutil.get_terminal_size((100, 24)).columns)
         names = [fit(m["name"] + (" [built-in]" if m["builtin"] else ""), NAME_WIDTH)
@@ -172,12 +174,18 @@ def view(data: dict[str, Any]) -> str:
         f"{data['name']}" + (" [built-in]" if data["builtin"] else ""),
         f"  origin:      {data['origin']} ({data['scope']} layer)",
         f"  fingerprint: {data['fingerprint']}",
+        *([f"  generation:  {data['generation']} (of the file's content)"]
+          if data.get("generation") else []),
         *([f"  revision:    {data['revision']}"] if data.get("revision") else []),
         f"  status:      {data['status']}" + (f" ({data['reason']})" if data.get("reason")
                                               else ""),
         f"  owner:       {data['owner']} ({data['placement']})",
         f"  liveness:    {data['livenessText']}",
     ]
+    if data.get("stopped"):
+        stop = data["stopped"]
+        lines.append(f"  stopped:     {stop.get('reason')} ({stop.get('action')} "
+                     f"{stop.get('at')} by {stop.get('by')})")
     if cfg.get("description"):
         lines.append(f"  description: {cfg['description']}")
     if data.get("error"):

@@ -25,6 +25,8 @@ LIVENESS_ALL_FILE = "liveness.json"
 AUTOPAUSE_FILE = "autopause.json"
 PID_MARKER_FILE = "pid-marker.json"
 DROUGHT_FILE = "drought.json"
+STOPPED_FILE = "stopped.json"
+AUDIT_FILE = "audit.jsonl"
 FIRES_DIR = "fires"
 EVENT_FILE = "event.json"
 README_FILE = "README"
@@ -48,6 +50,8 @@ commit it). One daemon at a time writes here (daemon.lock holds its pid).
   monitors/<name>/autopause.json         a rate-limit auto-pause (`monitors resume` clears it)
   monitors/<name>/lifecycle.json         until/stopAfter/stopWhen: first start, fires, completion
   monitors/<name>/pid-marker.json        pid sources: the pid was seen running once
+  monitors/<name>/stopped.json           why it was stopped (`monitor_stop`): reason, time, by
+  audit.jsonl                            every MCP call and CLI write command, one JSON a line
   monitors/<name>/fires/<id>/event.json  one fire: the event, status, attempts
 
 Every record has a format "version". A file named *.corrupt-<time> is a record that

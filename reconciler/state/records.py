@@ -32,6 +32,7 @@ FIRE_VERSION = 1
 AUTOPAUSE_VERSION = 1
 MARKER_VERSION = 1
 DROUGHT_VERSION = 1
+STOPPED_VERSION = 1
 
 CORRUPT_INFIX = ".corrupt-"
 
@@ -53,6 +54,18 @@ class StateRecord(TypedDict, total=False):
     lastEventId: str | None
     lastFiredAt: str | None
     updatedAt: str
+
+
+class Stopped(TypedDict, total=False):
+    """``stopped.json``: why a monitor was stopped (``monitor_stop``; ``at``: ISO-8601
+    UTC; ``by``: ``mcp:<client name>`` or ``cli``; ``action``: ``removed`` its file or
+    ``paused`` a built-in)."""
+
+    version: int
+    reason: str
+    at: str
+    by: str
+    action: str
 
 
 class Liveness(TypedDict, total=False):

@@ -36,6 +36,7 @@ from reconciler.state.layout import (
     NOTIFICATIONS_FILE,
     PID_MARKER_FILE,
     STATE_FILE,
+    STOPPED_FILE,
     file_sig,
 )
 from reconciler.state.lifecycle import LifecycleLog
@@ -202,6 +203,31 @@ class Store(LifecycleLog):
         if cached is _UNREAD:
             return self.autopause(name) is not None
         return cached is not None
+
+    # -- stop reasons (monitor_stop) ------------------------------------------
+
+    def set_stopped(self, name: str, *, reason: str, by: str, action: str,
+                    at: float) -> None:
+        """Record durably why ``name`` was stopped (``at``: Unix seconds); it outlives
+        the monitor's file, so ``view`` and ``monitor_inspect`` can still say why."""
+        record: records.Stopped = {"version": records.STOPPED_VERSION, "reason": reason,
+                                   "at": timestamps.utc_micro(at), "by": by, "action": action}
+        self._write_record(name, STOPPED_FILE, record)
+
+    def stopped(self, name: str) -> records.Stopped | None:
+        """The stop record of ``name`` (``reason``, ``at``, ``by``, ``action``) or None."""
+        loaded = self._read(self.monitor_dir(name) / STOPPED_FILE, records.STOPPED_VERSION)
+        return cast(records.Stopped, loaded.data) if loaded.status is records.Status.OK \
+            else None
+
+    def clear_stopped(self, name: str) -> None:
+        """Forget a stop record (the name was armed again); no-op when there is none."""
+        path = self.monitor_dir(name) / STOPPED_FILE
+        try:
+            path.unlink()
+            atomic.fsync_dir(path.parent)
+        except FileNotFoundError:
+            pass
 
     def autopause_reasons(self) -> dict[MonitorName, str]:
         """Every auto-paused monitor -> ``autopause_text`` (what plan excludes)."""

@@ -29,8 +29,9 @@ def one(repo: Repo) -> Repo:
 
 
 def _tree(root: Path) -> dict[str, bytes]:
+    """Every file below ``root`` but the audit trail (a refusal is audited: cli.auditing)."""
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file()}
+            if p.is_file() and p.name != "audit.jsonl"}
 
 
 def _refused(repo: Repo, args: list[str], *, line: str) -> None:
