@@ -31,9 +31,11 @@ Promises:
   flushed at once, before ``wait_first_poll`` reports it, so what ``apply``
   reports and what ``list`` reads from ``liveness.json`` agree. First checks that
   come together share one flush (``_flush_first``).
-* **Refusals are explicit.** A future-version state record, a push source (ws,
-  webhook: validated but not evaluated yet) or a permanent source error parks the
-  monitor: it stays in ``running()`` with its reason in ``parked``; it is not polled.
+* **Refusals are explicit.** A future-version state record or a permanent source error
+  parks the monitor: it stays in ``running()`` with its reason in ``parked``; it is not
+  polled.
+* **Push sources are not scheduled.** A ``ws`` source is a stream; a ``webhook``
+  monitor waits for ``push`` (the receiver, ``daemon.deliveries``).
 * A monitor auto-paused by the rate-limit guard (``Store.autopause``) is not polled.
 * A self-ending monitor (``until``/``stopAfter``/``stopWhen``) that completes is parked
   with ``completed (reason)``, recorded in ``lifecycle.json``, and parked at once when
@@ -61,7 +63,7 @@ from reconciler.daemon import metrics
 from reconciler.daemon import scheduler as scheduler_mod
 from reconciler.daemon.pipeline import Pipeline
 from reconciler.daemon.polls import Entry, FirstPoll, PollResult, Stats, load_state, offset_fraction
-from reconciler.model import Monitor, MonitorName
+from reconciler.model import Monitor, MonitorName, Observation
 from reconciler.sources import push
 from reconciler.sources import registry as source_types
 
@@ -129,8 +131,15 @@ class Engine(Pipeline):
     @property
     def parked(self) -> dict[MonitorName, str]:
         """Started monitors that are not evaluated, with the reason (future-version
-        state, push source not evaluated yet, permanent source error)."""
+        state, permanent source error, completed)."""
         return {n: e.parked for n, e in self._entries.items() if e.parked is not None}
+
+    @property
+    def links(self) -> dict[MonitorName, dict[str, str | None]]:
+        """Connection streams (``ws``) by name: ``{"state": "connected"|"reconnecting",
+        "error": the last error (redacted) or None}``."""
+        return {n: {"state": e.link[0], "error": e.link[1]}
+                for n, e in self._entries.items() if e.link is not None}
 
     @property
     def skipped(self) -> dict[MonitorName, int]:
@@ -142,7 +151,7 @@ class Engine(Pipeline):
         """Start evaluating ``monitor`` (a running one of that name is stopped first).
 
         Never raises for what a user can cause: a future-version or unreadable state
-        record or a push source parks the monitor (see ``parked``) and its first poll
+        record parks the monitor (see ``parked``) and its first poll
         reports the reason.
         """
         if monitor.name in self._entries:
@@ -151,10 +160,6 @@ class Engine(Pipeline):
         loop = asyncio.get_running_loop()
         entry = Entry(monitor, loop.create_future())
         self._entries[monitor.name] = entry
-        if monitor.source_type in source_types.NOT_EVALUATED:
-            self._park(entry, push.not_evaluated(monitor))
-            log.info("%s: %s", monitor.name, entry.parked)
-            return
         try:
             entry.previous = await self._load_state(monitor)
         except errors.StateError as e:
@@ -166,6 +171,9 @@ class Engine(Pipeline):
         if source_types.is_stream(monitor):
             entry.stream = loop.create_task(self._run_stream(entry),
                                             name=f"monitor:{monitor.name}")
+            return
+        if source_types.is_pushed(monitor):  # evaluated by ``push`` when a delivery comes
+            self._first_done(entry, FirstPoll(True))
             return
         self._starting.append(entry)
         if self._batch is None:
@@ -236,6 +244,8 @@ class Engine(Pipeline):
         self._ensure_started()
         entry = self._entries.get(monitor.name)
         if entry is not None and entry.monitor.fingerprint == monitor.fingerprint:
+            if source_types.is_pushed(monitor):
+                return PollResult(monitor.name, error=push.nothing_to_poll(monitor))
             while entry.busy:
                 await asyncio.sleep(0.01)
             if entry.parked:
@@ -243,8 +253,8 @@ class Engine(Pipeline):
         else:
             loop = asyncio.get_running_loop()
             entry = Entry(monitor, loop.create_future())
-            if monitor.source_type in source_types.NOT_EVALUATED:
-                return PollResult(monitor.name, error=push.not_evaluated(monitor))
+            if source_types.is_pushed(monitor):
+                return PollResult(monitor.name, error=push.nothing_to_poll(monitor))
             try:
                 entry.previous = await self._load_state(monitor)
             except errors.StateError as e:
@@ -258,6 +268,35 @@ class Engine(Pipeline):
             entry.busy = False
         await asyncio.to_thread(self.store.flush)
         return result
+
+    async def push(self, name: MonitorName | str, item: Observation | errors.SourceError
+                   ) -> PollResult | None:
+        """Evaluate ``item``, pushed to the running monitor ``name`` (a webhook delivery):
+        decide, persist, dispatch, heartbeat, as a poll would; a ``SourceError`` is a
+        check error (``condition.onError`` decides). Pushes to one monitor are evaluated
+        one at a time, in order.
+
+        Returns:
+            the result, or None when ``name`` is not running, parked or auto-paused.
+        """
+        entry = self._entries.get(MonitorName(name))
+        if entry is None or entry.parked is not None:
+            return None
+        async with entry.pushing:
+            if self._entries.get(entry.monitor.name) is not entry or entry.parked:
+                return None
+            if self.store.autopause(entry.monitor.name) is not None:
+                return None
+            self.stats.polls += 1
+            entry.busy = True
+            try:
+                if isinstance(item, errors.SourceError):
+                    return await self._failed(entry, item)
+                commit = asyncio.ensure_future(self._evaluate(entry, item))
+                entry.commit = commit
+                return await asyncio.shield(commit)
+            finally:
+                entry.busy = False
 
     async def close(self) -> None:
         """Stop every monitor, then flush liveness. The source context stays open

@@ -26,7 +26,6 @@ from reconciler.daemon import clock as clock_mod
 from reconciler.daemon import metrics
 from reconciler.daemon.polls import Entry, FirstPoll, PollResult, Stats, make_event
 from reconciler.model import MonitorName, Observation
-from reconciler.sources import command
 from reconciler.sources import registry as source_types
 from reconciler.state import store as store_mod
 
@@ -255,15 +254,21 @@ class Pipeline:
             raise
 
     async def _run_stream(self, entry: Entry) -> None:
-        """Consume a ``command`` stream: each line is evaluated in turn."""
+        """Consume a stream (``command``, ``ws``): each item is evaluated in turn."""
         monitor = entry.monitor
-        stream = command.stream(monitor, self.ctx)
+        stream = source_types.stream(monitor, self.ctx)
+        if monitor.source_type in source_types.LINKS:
+            entry.link = ("connecting", None)
         try:
             async for item in stream:
-                if isinstance(item, sources.Started):
+                if isinstance(item, sources.Started | sources.Connected):
+                    if isinstance(item, sources.Connected):
+                        entry.link = ("connected", None)
                     self._first_done(entry, FirstPoll(True))
                     continue
                 if isinstance(item, errors.SourceError):
+                    if entry.link is not None:
+                        entry.link = ("reconnecting", self.ctx.redactor.redact(str(item)))
                     await self._failed(entry, item)
                     if entry.parked:
                         return

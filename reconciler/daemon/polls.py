@@ -135,6 +135,10 @@ class Entry:
     skipped: int = 0
     polls: int = 0
     parked: str | None = None
+    pushing: asyncio.Lock = field(default_factory=asyncio.Lock)
+    link: tuple[str, str | None] | None = None
+    """A connection stream's state (``ws``): ``("connected", None)`` or
+    ``("reconnecting", last error)``; None for other monitors."""
 
 
 @dataclass

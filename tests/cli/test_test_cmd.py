@@ -110,13 +110,13 @@ def test_pid_dry_run_writes_no_marker(repo: Repo) -> None:
     assert not repo.state.exists()
 
 
-def test_push_source_says_not_evaluated(repo: Repo) -> None:
+def test_push_source_without_a_payload_says_what_to_pass(repo: Repo) -> None:
     repo.write("monitors.d/hook.yml", """
         source: {type: webhook, provider: github, events: [push]}
         action: {type: notify}
     """)
     r = run_cli(["test", "hook"], repo=repo)
-    assert r.exit_code == 1 and "validated but not evaluated yet" in r.stderr
+    assert r.exit_code == 1 and "--payload" in r.stderr
 
 
 REPLAY = """
