@@ -56,7 +56,7 @@ def test_push_sources_lint_clean(repo: Repo) -> None:
 def test_push_source_select_is_compiled(repo: Repo) -> None:
     repo.write("monitors.d/hook.yml", "source: {type: webhook, provider: github, "
                "events: [push], select: 'a[?'}\n" + NOTIFY)
-    code, problems = lint_json(repo)
+    _, problems = lint_json(repo)
     assert [p["rule"] for p in problems] == ["bad-select"]
 
 
