@@ -192,6 +192,15 @@ def stream(monitor: Monitor, ctx: SourceContext) -> AsyncGenerator[StreamItem, N
     return items
 
 
+def pushed_as(kind: str) -> str | None:
+    """The ``monitors test`` option pushing to type ``kind`` (``--payload``, ``--frame``),
+    None when nothing is pushed to it."""
+    if kind not in TYPES:
+        return None
+    option = getattr(TYPES[kind], "PUSHED_AS", None)
+    return str(option) if option else None
+
+
 def pushed(monitor: Monitor, data: bytes, *, event: str | None = None) -> Observation:
     """The observation a push source's ``monitor`` makes of ``data`` (a webhook
     delivery's body with its ``event``, a ws frame): its module's ``pushed``
@@ -204,7 +213,7 @@ def pushed(monitor: Monitor, data: bytes, *, event: str | None = None) -> Observ
     from reconciler import errors
 
     module: Any = TYPES[monitor.source_type]
-    if not hasattr(module, "pushed"):
+    if pushed_as(monitor.source_type) is None:
         raise errors.UsageError(f"{monitor.name} is a {monitor.source_type} source: nothing "
                                 "is pushed to it (--payload is for webhook, --frame for ws)")
     observation: Observation = module.pushed(monitor, data, event=event)

@@ -38,6 +38,8 @@ from reconciler.sources.fields import doc
 observe = push.observe
 PUSH = True
 """Pushed, not polled: delivered by the daemon's receiver (``daemon.deliveries``)."""
+PUSHED_AS = "--payload"
+"""The ``monitors test`` option that pushes to this type (``sources.registry.pushed``)."""
 WAITING = "waiting for a delivery"
 """What ``list`` shows before the first delivery (instead of "never polled")."""
 

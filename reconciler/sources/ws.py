@@ -40,6 +40,8 @@ STREAM = True
 """Evaluated as a stream (``stream``)."""
 LINK = True
 """A connection: ``list`` shows connected / reconnecting with the last error."""
+PUSHED_AS = "--frame"
+"""The ``monitors test`` option that pushes to this type (``sources.registry.pushed``)."""
 WAITING = "connected, no frame yet"
 """What ``list`` shows before the first frame (instead of "never polled")."""
 
