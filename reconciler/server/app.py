@@ -207,6 +207,8 @@ def _guard(route: Route, options: HttpOptions) -> Handler:
             if route.refused is not None:
                 route.refused(request, 413)
             return error(request, 413, f"request body over {limit} bytes")
+        if limit != request.client_max_size:  # the app's is the largest route's limit
+            request = request.clone(client_max_size=limit)
         try:
             async with asyncio.timeout(options.timeout):
                 return await route.handler(request)
