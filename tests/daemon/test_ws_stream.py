@@ -59,6 +59,8 @@ def test_ws_monitor_connects_evaluates_frames_and_reports_reconnecting(
         listing.stdout
     feed.send("second")
     wait_for(lambda: len(d.fires("frames")) == 2, what="second frame", log=d.log)
+    wait_for(lambda: d.liveness("frames").get("checkCount", 0) >= 1, what="frames counted",
+             log=d.log)
     assert [f["event"]["observation"] for f in d.fires("frames")] == ["hello", "second"]
     feed.stop()
     wait_for(lambda: "reconnecting (" in d.cli("list").stdout, what="reconnecting shown",

@@ -101,6 +101,8 @@ def test_signed_delivery_fires_matching_monitors_only(peers: Callable[..., Peer]
 
 def test_refusals_are_401_without_an_event(peers: Callable[..., Peer]) -> None:
     peer = start(peers, {"prs": hook_monitor("prs", "github", ["pull_request"])})
+    listing = peer.cli("list").stdout
+    assert "waiting for a delivery" in listing and "never polled" not in listing, listing
     body = json.dumps({"action": "opened"}).encode()
     tampered = github(peer, "pull_request", body,
                       signature="sha256=" + webhook.signature(SECRET, body + b" "))
