@@ -63,7 +63,7 @@ from reconciler.daemon import metrics
 from reconciler.daemon import scheduler as scheduler_mod
 from reconciler.daemon.pipeline import Pipeline
 from reconciler.daemon.polls import Entry, FirstPoll, PollResult, Stats, load_state, offset_fraction
-from reconciler.model import Monitor, MonitorName, Observation
+from reconciler.model import Monitor, MonitorName
 from reconciler.sources import push
 from reconciler.sources import registry as source_types
 
@@ -133,13 +133,6 @@ class Engine(Pipeline):
         """Started monitors that are not evaluated, with the reason (future-version
         state, permanent source error, completed)."""
         return {n: e.parked for n, e in self._entries.items() if e.parked is not None}
-
-    @property
-    def links(self) -> dict[MonitorName, dict[str, str | None]]:
-        """Connection streams (``ws``) by name: ``{"state": "connected"|"reconnecting",
-        "error": the last error (redacted) or None}``."""
-        return {n: {"state": e.link[0], "error": e.link[1]}
-                for n, e in self._entries.items() if e.link is not None}
 
     @property
     def skipped(self) -> dict[MonitorName, int]:
@@ -268,35 +261,6 @@ class Engine(Pipeline):
             entry.busy = False
         await asyncio.to_thread(self.store.flush)
         return result
-
-    async def push(self, name: MonitorName | str, item: Observation | errors.SourceError
-                   ) -> PollResult | None:
-        """Evaluate ``item``, pushed to the running monitor ``name`` (a webhook delivery):
-        decide, persist, dispatch, heartbeat, as a poll would; a ``SourceError`` is a
-        check error (``condition.onError`` decides). Pushes to one monitor are evaluated
-        one at a time, in order.
-
-        Returns:
-            the result, or None when ``name`` is not running, parked or auto-paused.
-        """
-        entry = self._entries.get(MonitorName(name))
-        if entry is None or entry.parked is not None:
-            return None
-        async with entry.pushing:
-            if self._entries.get(entry.monitor.name) is not entry or entry.parked:
-                return None
-            if self.store.autopause(entry.monitor.name) is not None:
-                return None
-            self.stats.polls += 1
-            entry.busy = True
-            try:
-                if isinstance(item, errors.SourceError):
-                    return await self._failed(entry, item)
-                commit = asyncio.ensure_future(self._evaluate(entry, item))
-                entry.commit = commit
-                return await asyncio.shield(commit)
-            finally:
-                entry.busy = False
 
     async def close(self) -> None:
         """Stop every monitor, then flush liveness. The source context stays open
