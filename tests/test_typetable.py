@@ -59,7 +59,8 @@ def test_flagged_reads_only_the_module_asked_about() -> None:
     streams = fresh.flagged("STREAM")
     assert "command" in streams and fresh.loaded() == ["command"]
     assert "webhook" not in streams and "nope" not in streams and 3 not in streams
-    assert "ws" in registry.NOT_EVALUATED and "poll" not in registry.NOT_EVALUATED
+    assert "ws" in registry.PUSHED and "poll" not in registry.PUSHED
+    assert "ws" in registry.STREAMS and "webhook" not in registry.STREAMS
 
 
 def test_every_key_names_the_module_of_that_type() -> None:

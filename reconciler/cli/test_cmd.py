@@ -1,11 +1,14 @@
-"""``monitors test NAME [--json] [--replay FILE]``: evaluate one monitor, act on nothing.
+"""``monitors test NAME [--json] [--replay FILE | --payload FILE [--event E] | --frame TEXT]``:
+evaluate one monitor, act on nothing.
 
 A dry run observes the source once and decides against the stored state
 (``daemon.dryrun.dry_run``) and renders the action's template within the
 render budgets (``actions.templating``; a template that breaks them, or any
 render error, exits 1 with one line); ``--replay`` feeds scripted observations through
-the real condition logic from an empty state (``conditions.replay``). Neither
-takes an action nor writes a byte of state.
+the real condition logic from an empty state (``conditions.replay``). A push source
+(``webhook``, ``ws``) has nothing to poll: ``--payload FILE [--event E]`` (a webhook
+delivery's body) or ``--frame TEXT`` (a ws frame) is what it evaluates instead
+(``sources.registry.pushed``). None of them takes an action or writes a byte of state.
 """
 
 from __future__ import annotations
@@ -34,6 +37,23 @@ def shorten(text: str) -> tuple[str, bool]:
     if len(short) > OBSERVATION_CHARS:
         short = short[:OBSERVATION_CHARS]
     return short, short != text.rstrip("\n")
+
+
+def pushed_item(monitor: Monitor, data: bytes | None, event: str | None) -> Any:
+    """What ``--payload``/``--frame`` push to ``monitor`` (an observation, or the
+    ``errors.SourceError`` of a failing ``select``); None without either.
+
+    Raises:
+        errors.UsageError: ``monitor`` is not a push source.
+    """
+    from reconciler.sources import registry as source_types
+
+    if data is None:
+        return None
+    try:
+        return source_types.pushed(monitor, data, event=event)
+    except errors.SourceError as e:
+        return e
 
 
 def _text(result: Any, preview: dict[str, Any] | None = None) -> str:
@@ -96,7 +116,11 @@ def _replay(monitor: Monitor, file: Path, as_json: bool) -> int:
         raise errors.ConfigError(f"{file}: not UTF-8: {e.reason}") from e
     doc = yamlload.plain(text, file=str(file))
     steps = replay.parse(doc, file=str(file))
-    results = replay.replay(monitor, steps, on_error=source_types.on_error(monitor))
+    def push(data: bytes, event: str | None) -> Any:
+        return source_types.pushed(monitor, data, event=event)
+
+    results = replay.replay(monitor, steps, on_error=source_types.on_error(monitor),
+                            push=push if source_types.is_pushed(monitor) else None)
     mismatches = sum(1 for r in results if r.mismatch)
     fires = sum(1 for r in results if r.fire)
     if as_json:
@@ -111,7 +135,9 @@ def _replay(monitor: Monitor, file: Path, as_json: bool) -> int:
     else:
         click.echo(terminal.escape(f"Replay: {monitor.name} ({len(steps)} steps from {file})"))
         for r in results:
-            what = r.step.error if r.step.error is not None else r.step.text or ""
+            what = (r.step.error if r.step.error is not None
+                    else r.step.text if r.step.text is not None
+                    else (r.step.pushed or b"").decode("utf-8", "replace"))
             shown = json.dumps(what[:60], ensure_ascii=False)
             mark = "FIRE" if r.fire else "-"
             line = f"  {r.step.index:>3}  {mark:<4}  {r.reason:<21}  {shown}"
@@ -130,15 +156,39 @@ def _replay(monitor: Monitor, file: Path, as_json: bool) -> int:
 @click.option("--replay", "replay_file", type=click.Path(path_type=Path, dir_okay=False),
               help="Feed the scripted observations in FILE (YAML) through the condition "
               "from an empty state; exit 1 on any expectation mismatch.")
+@click.option("--payload", "payload_file", type=click.Path(path_type=Path, dir_okay=False),
+              help="webhook: evaluate this delivery body (a JSON file) instead.")
+@click.option("--event", help="webhook: the delivery's event name (default: the monitor's "
+              "first event), e.g. pull_request.")
+@click.option("--frame", help="ws: evaluate this text frame instead.")
 @click.pass_context
-def command(ctx: click.Context, name: str, as_json: bool, replay_file: Path | None) -> int:
+def command(ctx: click.Context, name: str, as_json: bool, replay_file: Path | None,
+            payload_file: Path | None, event: str | None, frame: str | None) -> int:
     """Evaluate one monitor once: the observation, whether it would fire and why,
     and the event and action. Takes no action and writes no state."""
+    from reconciler.sources import registry as source_types
+
     settings = ctx.find_root().obj.settings()
+    if sum(x is not None for x in (replay_file, payload_file, frame)) > 1:
+        raise errors.UsageError("give at most one of --replay, --payload, --frame")
+    if event is not None and payload_file is None:
+        raise errors.UsageError("--event goes with --payload FILE")
     monitor, known = find(settings, name)
     if replay_file is not None:
         return _replay(monitor, replay_file, as_json)
-    result = _dry_run(settings, monitor, known)
+    given = "--payload" if payload_file is not None else "--frame" if frame is not None \
+        else None
+    wanted = source_types.pushed_as(monitor.source_type)
+    if given is not None and wanted is not None and given != wanted:
+        raise errors.UsageError(f"{name} is a {monitor.source_type} source: use {wanted}")
+    data: bytes | None = frame.encode() if frame is not None else None
+    if payload_file is not None:
+        try:
+            data = payload_file.read_bytes()
+        except OSError as e:
+            raise errors.UsageError(f"--payload {payload_file}: cannot read: "
+                                    f"{e.strerror or e}") from e
+    result = _dry_run(settings, monitor, known, pushed_item(monitor, data, event))
     # Rendered once (a template may spend its whole budget, templating.RENDER_SECONDS).
     preview = (action_preview(result.monitor, result.event)
                if result.event is not None else None)

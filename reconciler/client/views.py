@@ -48,7 +48,8 @@ def _row(name: MonitorName, monitor: Monitor, *, status: str, owner: str, placem
          store: Any, now: float, owned: bool, error: str | None = None,
          note: str | None = None, evaluating: bool = True,
          refused: str | None = None,
-         write_error: dict[str, Any] | None = None) -> dict[str, Any]:
+         write_error: dict[str, Any] | None = None,
+         link: Mapping[str, Any] | None = None) -> dict[str, Any]:
     from reconciler.state import store as store_mod
 
     autopause = store.autopause(name)
@@ -69,6 +70,11 @@ def _row(name: MonitorName, monitor: Monitor, *, status: str, owner: str, placem
         text = f"{status} · {text}" if live["status"] != "never" else status
     if live["fireCount"] and "fired" not in text:
         text += f" · fired {live['fireCount']}x"
+    if link and evaluating:  # a connection stream (ws): connected / reconnecting
+        state = str(link.get("state"))
+        shown = f"{state} ({link['error']})" if link.get("error") and state != "connected" \
+            else state
+        text = shown if live["status"] == "never" else f"{shown} · {text}"
     if note:
         text = f"{text} · {note}"
     if error:
@@ -144,6 +150,7 @@ def _rows(cfg: settings.Settings, status: Mapping[str, Any] | None) -> dict[str,
     duplicates = snap.desired.duplicates
     held = {str(h.get("name")) for h in (status.get("held") or [])} if status else set()
     write_errors: dict[str, Any] = (status.get("writeErrors") or {}) if status else {}
+    links: dict[str, Any] = (status.get("streams") or {}) if status else {}
     names = set(snap.monitors) | set(desired) | set(excluded) | set(applied)
     for name in sorted(names):
         monitor = snap.monitors.get(name) or desired.get(name) or applied.get(name)
@@ -180,7 +187,7 @@ def _rows(cfg: settings.Settings, status: Mapping[str, Any] | None) -> dict[str,
         row = _row(name, monitor, status=state, owner=owner, placement=where, store=store,
                    now=now, owned=bool(placed.runs_here) if placed else True, error=error,
                    note=note, evaluating=running and why is None, refused=refused,
-                   write_error=write_errors.get(name))
+                   write_error=write_errors.get(name), link=links.get(name))
         row["revision"] = reg.monitor_revisions.get(name) if running else None
         if why is not None or note:
             row["reason"] = why.reason if why is not None else note

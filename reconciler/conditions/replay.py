@@ -15,6 +15,14 @@ File format (a list of steps, or a mapping with ``steps:``)::
                                     # the observation "error: timeout: took 30s"
       - text: pass
         reason: no match
+      - payload: {action: closed, pull_request: {merged: true}}   # pushed: a webhook
+        event: pull_request                                       # delivery (event: its
+      - frame: '{"status": "red"}'                                # name), a ws frame
+
+A ``payload`` (any YAML value, sent as its JSON; a string as it is) or ``frame`` step
+is turned into the observation the push source makes of it (its ``select`` applied)
+by the caller's ``push`` function (``sources.registry.pushed``); a ``select`` that
+fails on it is a check error, as in the engine.
 
 Replay starts from an empty state and persists the state exactly as the engine
 does (``Decision.persist``). A monitor with ``stopAfter`` or ``stopWhen`` completes
@@ -25,7 +33,8 @@ are ``completed``, not evaluated.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -33,7 +42,9 @@ from reconciler import conditions, errors
 from reconciler.conditions import lifecycle, outage
 from reconciler.model import Monitor, Observation
 
-STEP_KEYS = frozenset({"text", "meta", "error", "fire", "reason"})
+STEP_KEYS = frozenset({"text", "meta", "error", "fire", "reason", "payload", "event", "frame"})
+KINDS = ("text", "error", "payload", "frame")
+"""A step has exactly one of these."""
 ERROR_REASON = "error"
 COMPLETED_REASON = "completed"
 """A step after the monitor completed (``until``/``stopAfter``/``stopWhen``): not
@@ -51,6 +62,13 @@ class Step:
     error: str | None = None
     fire: bool | None = None
     reason: str | None = None
+    pushed: bytes | None = None
+    event: str | None = None
+
+
+Push = Callable[[bytes, "str | None"], Observation]
+"""``(data, event) -> Observation``: a push source's observation of a pushed step
+(raises ``errors.SourceError`` for a failing ``select``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,9 +108,13 @@ def parse(doc: Any, *, file: str) -> list[Step]:
         if unknown:
             raise errors.ConfigError(f"{where}: unknown key(s) {', '.join(sorted(unknown))} "
                                      f"(allowed: {', '.join(sorted(STEP_KEYS))})")
-        if ("text" in item) == ("error" in item):
-            raise errors.ConfigError(f"{where}: give exactly one of text or error")
+        if sum(k in item for k in KINDS) != 1:
+            raise errors.ConfigError(f"{where}: give exactly one of {', '.join(KINDS)}")
         text, error = item.get("text"), item.get("error")
+        pushed = _pushed(item, where)
+        event = item.get("event")
+        if event is not None and not isinstance(event, str):
+            raise errors.ConfigError(f"{where}: event: expected a string")
         if text is not None and not isinstance(text, str):
             raise errors.ConfigError(f"{where}: text: expected a string (quote it)")
         if error is not None and not isinstance(error, str):
@@ -107,21 +129,35 @@ def parse(doc: Any, *, file: str) -> list[Step]:
         if reason is not None and reason not in REASONS:
             raise errors.ConfigError(f"{where}: reason: {reason!r} is not one of "
                                      f"{', '.join(sorted(REASONS))}")
-        steps.append(Step(i, text, dict(meta), error, fire, reason))
+        steps.append(Step(i, text, dict(meta), error, fire, reason, pushed, event))
     return steps
 
 
+def _pushed(item: Mapping[str, Any], where: str) -> bytes | None:
+    """The bytes of a ``payload`` (JSON of any value; a string as it is) or ``frame``."""
+    if "frame" in item:
+        if not isinstance(item["frame"], str):
+            raise errors.ConfigError(f"{where}: frame: expected a string")
+        return str(item["frame"]).encode()
+    if "payload" in item:
+        value = item["payload"]
+        return value.encode() if isinstance(value, str) else json.dumps(value).encode()
+    return None
+
+
 def replay(monitor: Monitor, steps: list[Step], *,
-           on_error: str = outage.IGNORE) -> list[StepResult]:
+           on_error: str = outage.IGNORE, push: Push | None = None) -> list[StepResult]:
     """Run ``steps`` through ``conditions.decide`` from an empty state.
 
     Args:
         on_error: the monitor's effective ``condition.onError``
             (``sources.registry.on_error``): with ``observe`` an ``error:`` step is
             the error observation the engine would make (``outage.parse_step``).
+        push: turns ``payload``/``frame`` steps into observations (module docstring).
 
     Raises:
         re.error: a condition regex does not compile.
+        errors.UsageError: a ``payload``/``frame`` step and no ``push`` (not a push source).
     """
     state: dict[str, Any] | None = None
     out: list[StepResult] = []
@@ -129,13 +165,22 @@ def replay(monitor: Monitor, steps: list[Step], *,
     life = monitor.lifecycle
     for step in steps:
         ended: str | None = None
+        pushed: Observation | None = None
+        if step.pushed is not None and done is None:
+            if push is None:
+                raise errors.UsageError(f"steps[{step.index}]: {monitor.name} is not a push "
+                                        "source (payload and frame steps are for webhook, ws)")
+            try:
+                pushed = push(step.pushed, step.event)
+            except errors.SourceError as e:
+                step = replace(step, error=str(e))
         if done is not None:
             fire, reason, sig, summary = False, COMPLETED_REASON, "", done
         elif step.error is not None and on_error != outage.OBSERVE:
             fire, reason, sig, summary = False, ERROR_REASON, "", step.error
         else:
             observation = (outage.parse_step(step.error) if step.error is not None
-                           else Observation(step.text or "", step.meta))
+                           else pushed or Observation(step.text or "", step.meta))
             decision = conditions.decide(monitor, observation, state)
             if decision.persist:
                 state = decision.state

@@ -160,6 +160,18 @@ class Follower:
             return f"{gitrepo.MIRROR_REMOTE}/{ref}"
         return ref
 
+    def remote_url(self) -> str | None:
+        """The URL fetches read from: ``[git] url``, else the URL of the followed
+        remote-tracking ref's remote; None for a local ref (or an unreadable repository)."""
+        if self.git.url:
+            return self.git.url
+        try:
+            repo = self._open()
+            name = gitrepo.remote_of(repo, self.git.ref)
+            return str(repo.remotes[name].url) if name is not None else None
+        except Exception:
+            return None
+
     def fetch(self) -> None:
         """Fetch what can move the ref (nothing for a local ref).
 

@@ -68,7 +68,6 @@ RULES: dict[str, str] = {
     "unknown-device": "a device source or owner pin names a device the fleet file lacks",
     "bad-address": "a fleet device's address is not host:port with a port in 1-65535",
     "bad-url": "a url does not parse (bad port, bad IPv6 literal, no host)",
-    "not-evaluated": "a push source (ws, webhook): validated, but not evaluated yet",
     "system-modified": "a file in the pull-only system/ layer differs from what `monitors "
                        "system pull` recorded (move the change to monitors.d/ or an overlay)",
     "missing-layer": "the user layer, or a layer directory [layers] names, does not exist",

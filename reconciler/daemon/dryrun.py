@@ -46,11 +46,14 @@ class DryRun:
 
 
 async def dry_run(monitor: Monitor, *, store: store_mod.Store, ctx: SourceContext,
-                  clock: clock_mod.Clock = clock_mod.REAL) -> DryRun:
+                  clock: clock_mod.Clock = clock_mod.REAL,
+                  pushed: Observation | errors.SourceError | None = None) -> DryRun:
     """Observe ``monitor`` once and decide against its stored state, writing nothing
     (``store`` should be read-only and ``ctx.dry_run`` set). Never raises for check
     errors: they come back in ``error``. Observation and error are redacted with
-    ``ctx.redactor``, as the engine does.
+    ``ctx.redactor``, as the engine does. ``pushed``: what a push source was handed
+    (``sources.registry.pushed``: a webhook delivery, a ws frame) instead of observing;
+    a push source without it is the error "nothing to poll".
 
     Raises:
         errors.StateError: the stored state cannot be read (future version, I/O).
@@ -58,12 +61,15 @@ async def dry_run(monitor: Monitor, *, store: store_mod.Store, ctx: SourceContex
     previous, _ = load_state(store, monitor)
     pause = store.autopause(monitor.name)
     paused = str(pause.get("reason") or "rate limit") if pause else None
-    if monitor.source_type in source_types.NOT_EVALUATED:
-        return DryRun(monitor, previous=previous, error=push.not_evaluated(monitor),
+    if pushed is None and source_types.is_pushed(monitor):
+        return DryRun(monitor, previous=previous, error=push.nothing_to_poll(monitor),
                       paused=paused)
     check_error: str | None = None
     try:
-        observation = ctx.redactor.observation(await source_types.observe(monitor, ctx))
+        if isinstance(pushed, errors.SourceError):
+            raise pushed
+        seen = pushed if pushed is not None else await source_types.observe(monitor, ctx)
+        observation = ctx.redactor.observation(seen)
     except errors.SourceError as e:
         check_error = ctx.redactor.redact(str(e))
         observed = outage.observation(source_types.on_error(monitor), e.kind,

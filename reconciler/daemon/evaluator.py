@@ -33,9 +33,11 @@ Promises:
   before ``wait_first_poll`` reports it, so what ``apply`` reports and what
   ``list`` reads agree. First checks that come together share one worker-thread
   call that writes only their files (``_flush_first``).
-* **Refusals are explicit.** A future-version state record, a push source (ws,
-  webhook: validated but not evaluated yet) or a permanent source error parks the
-  monitor: it stays in ``running()`` with its reason in ``parked``; it is not polled.
+* **Refusals are explicit.** A future-version state record or a permanent source error
+  parks the monitor: it stays in ``running()`` with its reason in ``parked``; it is not
+  polled.
+* **Push sources are not scheduled.** A ``ws`` source is a stream; a ``webhook``
+  monitor waits for ``push`` (the receiver, ``daemon.deliveries``).
 * A monitor auto-paused by the rate-limit guard (``Store.autopause``) is not polled.
 * A self-ending monitor (``until``/``stopAfter``/``stopWhen``) that completes is parked
   with ``completed (reason)``, recorded in ``lifecycle.json``, and parked at once when
@@ -130,7 +132,7 @@ class Engine(Pipeline):
     @property
     def parked(self) -> dict[MonitorName, str]:
         """Started monitors that are not evaluated, with the reason (future-version
-        state, push source not evaluated yet, permanent source error)."""
+        state, permanent source error, completed)."""
         return {n: e.parked for n, e in self._entries.items() if e.parked is not None}
 
     @property
@@ -143,7 +145,7 @@ class Engine(Pipeline):
         """Start evaluating ``monitor`` (a running one of that name is stopped first).
 
         Never raises for what a user can cause: a future-version or unreadable state
-        record or a push source parks the monitor (see ``parked``) and its first poll
+        record parks the monitor (see ``parked``) and its first poll
         reports the reason.
         """
         if monitor.name in self._entries:
@@ -152,10 +154,6 @@ class Engine(Pipeline):
         loop = asyncio.get_running_loop()
         entry = Entry(monitor, loop.create_future())
         self._entries[monitor.name] = entry
-        if monitor.source_type in source_types.NOT_EVALUATED:
-            self._park(entry, push.not_evaluated(monitor))
-            log.info("%s: %s", monitor.name, entry.parked)
-            return
         try:
             entry.previous = await self._load_state(monitor)
         except errors.StateError as e:
@@ -167,6 +165,9 @@ class Engine(Pipeline):
         if source_types.is_stream(monitor):
             entry.stream = loop.create_task(self._run_stream(entry),
                                             name=f"monitor:{monitor.name}")
+            return
+        if source_types.is_pushed(monitor):  # evaluated by ``push`` when a delivery comes
+            self._first_done(entry, FirstPoll(True))
             return
         self._starting.append(entry)
         if self._batch is None:
@@ -237,6 +238,8 @@ class Engine(Pipeline):
         self._ensure_started()
         entry = self._entries.get(monitor.name)
         if entry is not None and entry.monitor.fingerprint == monitor.fingerprint:
+            if source_types.is_pushed(monitor):
+                return PollResult(monitor.name, error=push.nothing_to_poll(monitor))
             while entry.busy:
                 await asyncio.sleep(0.01)
             if entry.parked:
@@ -244,8 +247,8 @@ class Engine(Pipeline):
         else:
             loop = asyncio.get_running_loop()
             entry = Entry(monitor, loop.create_future())
-            if monitor.source_type in source_types.NOT_EVALUATED:
-                return PollResult(monitor.name, error=push.not_evaluated(monitor))
+            if source_types.is_pushed(monitor):
+                return PollResult(monitor.name, error=push.nothing_to_poll(monitor))
             try:
                 entry.previous = await self._load_state(monitor)
             except errors.StateError as e:

@@ -70,6 +70,18 @@ class Revisions:
                 "lastAppliedRevision": self.applied, "error": self.error}
 
 
+def repo_name(url: str) -> str:
+    """``owner/name`` (lower case) of a repository URL (https, ssh, scp-like, with or
+    without ``.git``), or "" when it has no two path segments."""
+    path = url.strip().rstrip("/").removesuffix(".git")
+    if "://" in path:
+        path = path.split("://", 1)[1].partition("/")[2]
+    elif ":" in path:
+        path = path.split(":", 1)[1]
+    parts = [p for p in path.split("/") if p]
+    return "/".join(parts[-2:]).lower() if len(parts) >= 2 else ""
+
+
 class Tracker:
     """Follows the ref for one daemon (see the module docstring).
 
@@ -108,6 +120,19 @@ class Tracker:
         if not self.remote:
             return None
         return time.monotonic() + gitfollow.jittered(self.follower.git.fetch)
+
+    def follows(self, repository: Mapping[str, Any]) -> bool:
+        """Whether a GitHub ``push`` payload's ``repository`` is the one fetched from
+        (``owner/name`` of ``clone_url``, ``ssh_url``, ``html_url`` or ``full_name``
+        against the followed remote's URL, case-insensitively): the webhook hook that
+        fetches and reconciles at once, as Flux's Receiver does."""
+        ours = repo_name(self.follower.remote_url() or "")
+        if not ours:
+            return False
+        theirs = {repo_name(str(repository.get(k) or ""))
+                  for k in ("clone_url", "ssh_url", "html_url", "git_url", "url")}
+        theirs.add(str(repository.get("full_name") or "").lower())
+        return ours in theirs
 
     @property
     def remote(self) -> bool:

@@ -53,6 +53,10 @@ RECONCILE_DURATION = Histogram("monitors_reconcile_duration_seconds",
                                buckets=DURATION_BUCKETS, registry=REGISTRY)
 RECONCILES = Counter("monitors_reconciles", "Reconciles, by result (changed, unchanged, "
                      "error).", ["result"], registry=REGISTRY)
+DELIVERIES = Counter("monitors_webhook_deliveries", "Webhook deliveries, by provider and "
+                     "outcome (accepted, replayed, unsigned, bad-signature, unknown-secret, "
+                     "stale, too-large, unknown-monitor, unwritable).",
+                     ["provider", "outcome"], registry=REGISTRY)
 BUILD = Info("monitors_build", "The monitors version this daemon runs.", registry=REGISTRY)
 
 
@@ -107,6 +111,11 @@ def fire_finished(monitor: Monitor, event: Event, status: object) -> None:
     except (ValueError, AttributeError):
         latency = None
     fired(monitor.name, str(status), latency)
+
+
+def delivery(provider: str, outcome: str) -> None:
+    """Count one webhook delivery's outcome (``daemon.deliveries``, ``server.hooks``)."""
+    DELIVERIES.labels(provider, outcome).inc()
 
 
 def reconciled(duration: float, result: str) -> None:

@@ -91,6 +91,8 @@ class Operations:
             "settingsDigest": protocol.settings_digest(rec.cfg),  # a SIGHUP may change it
             "lastReconcile": {"at": last.at, "summary": last.summary, "trigger": last.trigger},
             "endpoints": dict(self.endpoints),
+            "streams": ({str(n): link for n, link in rec.parts.engine.links.items()}
+                        if rec.parts is not None else {}),
         }
 
     async def first_polls(self, names: list[MonitorName], timeout: float

@@ -1,5 +1,9 @@
 """One poll of one monitor: observe -> decide -> persist -> dispatch -> heartbeat.
 
+Also what is pushed rather than polled: ``push`` evaluates a webhook delivery's
+observation the same way, and ``_run_stream`` each item of a stream (``command``,
+``ws``); ``links`` is the state of connection streams.
+
 ``Pipeline`` is the half of ``evaluator.Engine`` that runs a poll once it is due
 (the other half starts, stops and schedules monitors). Its promises are the
 engine's (see ``daemon.evaluator``): persist before dispatch (the fire record is the
@@ -26,7 +30,6 @@ from reconciler.daemon import clock as clock_mod
 from reconciler.daemon import metrics
 from reconciler.daemon.polls import Entry, FirstPoll, PollResult, Stats, make_event
 from reconciler.model import MonitorName, Observation
-from reconciler.sources import command
 from reconciler.sources import registry as source_types
 from reconciler.state import store as store_mod
 
@@ -50,6 +53,42 @@ class Pipeline:
     _first_flush: asyncio.Future[None] | None
     _first_names: list[MonitorName]
     _scheduler: Any
+
+    @property
+    def links(self) -> dict[MonitorName, dict[str, str | None]]:
+        """Connection streams (``ws``) by name: ``{"state": "connected"|"reconnecting",
+        "error": the last error (redacted) or None}``."""
+        return {n: {"state": e.link[0], "error": e.link[1]}
+                for n, e in self._entries.items() if e.link is not None}
+
+    async def push(self, name: MonitorName | str, item: Observation | errors.SourceError
+                   ) -> PollResult | None:
+        """Evaluate ``item``, pushed to the running monitor ``name`` (a webhook delivery):
+        decide, persist, dispatch, heartbeat, as a poll would; a ``SourceError`` is a
+        check error (``condition.onError`` decides). Pushes to one monitor are evaluated
+        one at a time, in order.
+
+        Returns:
+            the result, or None when ``name`` is not running, parked or auto-paused.
+        """
+        entry = self._entries.get(MonitorName(name))
+        if entry is None or entry.parked is not None:
+            return None
+        async with entry.pushing:
+            if self._entries.get(entry.monitor.name) is not entry or entry.parked:
+                return None
+            if self.store.autopause(entry.monitor.name) is not None:
+                return None
+            self.stats.polls += 1
+            entry.busy = True
+            try:
+                if isinstance(item, errors.SourceError):
+                    return await self._failed(entry, item)
+                commit = asyncio.ensure_future(self._evaluate(entry, item))
+                entry.commit = commit
+                return await asyncio.shield(commit)
+            finally:
+                entry.busy = False
 
     def _park(self, entry: Entry, reason: str) -> None:
         entry.parked = reason
@@ -260,15 +299,21 @@ class Pipeline:
             raise
 
     async def _run_stream(self, entry: Entry) -> None:
-        """Consume a ``command`` stream: each line is evaluated in turn."""
+        """Consume a stream (``command``, ``ws``): each item is evaluated in turn."""
         monitor = entry.monitor
-        stream = command.stream(monitor, self.ctx)
+        stream = source_types.stream(monitor, self.ctx)
+        if monitor.source_type in source_types.LINKS:
+            entry.link = ("connecting", None)
         try:
             async for item in stream:
-                if isinstance(item, sources.Started):
+                if isinstance(item, sources.Started | sources.Connected):
+                    if isinstance(item, sources.Connected):
+                        entry.link = ("connected", None)
                     self._first_done(entry, FirstPoll(True))
                     continue
                 if isinstance(item, errors.SourceError):
+                    if entry.link is not None:
+                        entry.link = ("reconnecting", self.ctx.redactor.redact(str(item)))
                     await self._failed(entry, item)
                     if entry.parked:
                         return

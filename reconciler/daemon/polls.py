@@ -141,6 +141,10 @@ class Entry:
 
     def __post_init__(self) -> None:
         self.interval = self.monitor.source.interval or 0.0
+    pushing: asyncio.Lock = field(default_factory=asyncio.Lock)
+    link: tuple[str, str | None] | None = None
+    """A connection stream's state (``ws``): ``("connected", None)`` or
+    ``("reconnecting", last error)``; None for other monitors."""
 
 
 @dataclass

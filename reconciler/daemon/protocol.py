@@ -280,6 +280,7 @@ class StatusReply(TypedDict):
     settingsDigest: str
     lastReconcile: LastReconcile
     endpoints: NotRequired[dict[str, str]]
+    streams: NotRequired[dict[str, dict[str, str | None]]]
     """What else the daemon serves: ``{"http": "http://127.0.0.1:8765"}`` (bound address)."""
 
 

@@ -66,10 +66,12 @@ def action_preview(monitor: Monitor, event: Any) -> dict[str, Any]:
     return out
 
 
-def dry_run(settings: Settings, monitor: Monitor, known: list[Monitor]) -> Any:
+def dry_run(settings: Settings, monitor: Monitor, known: list[Monitor],
+            pushed: Any = None) -> Any:
     """``dryrun.dry_run`` with the secrets ``known`` monitors and monitors.toml
     reference registered, as the daemon registers them: what ``test`` shows is what
-    the daemon would record."""
+    the daemon would record. ``pushed``: what a push source evaluates instead of a
+    check (``--payload``/``--frame``: an observation or a ``select`` error)."""
     from reconciler import fleet, redaction
     from reconciler.daemon import dryrun
     from reconciler.sources.context import SourceContext
@@ -83,7 +85,7 @@ def dry_run(settings: Settings, monitor: Monitor, known: list[Monitor]) -> Any:
         ctx = SourceContext.create(store=store, fleet=fleet_, settings=settings,
                                    dry_run=True, redactor=redactor)
         try:
-            return await dryrun.dry_run(monitor, store=store, ctx=ctx)
+            return await dryrun.dry_run(monitor, store=store, ctx=ctx, pushed=pushed)
         finally:
             await ctx.aclose()
 

@@ -70,6 +70,8 @@ class Route:
         handler: ``async (request) -> response``; ``context(request)`` gives the daemon.
         auth: how the request is authenticated (module docstring).
         max_body: bytes the body may have (None: ``[http] maxBodyBytes``).
+        refused: called with the request and the status when the guard refuses it
+            (413) before the handler runs (a webhook receiver counts its refusals).
     """
 
     method: str
@@ -77,6 +79,7 @@ class Route:
     handler: Handler
     auth: Auth = "token"
     max_body: int | None = None
+    refused: Callable[[web.Request, int], None] | None = None
 
 
 class Context:
@@ -98,6 +101,9 @@ class Context:
         if token:
             self.redactor.add(token)
         self.started = time.time()
+        self.parts: dict[str, Any] = {}
+        """What route modules keep for the server's life, by module (``server.hooks``'s
+        receiver)."""
         self._shared: dict[str, tuple[float, Any, float]] = {}  # key -> (at, value, cost)
         self._making: dict[str, asyncio.Future[Any]] = {}
 
@@ -198,7 +204,11 @@ def _guard(route: Route, options: HttpOptions) -> Handler:
             return error(request, 401, f"unauthorized: {why}",
                          headers={"WWW-Authenticate": 'Bearer realm="monitors"'})
         if request.content_length is not None and request.content_length > limit:
+            if route.refused is not None:
+                route.refused(request, 413)
             return error(request, 413, f"request body over {limit} bytes")
+        if limit != request.client_max_size:  # the app's is the largest route's limit
+            request = request.clone(client_max_size=limit)
         try:
             async with asyncio.timeout(options.timeout):
                 return await route.handler(request)
@@ -304,6 +314,8 @@ class HttpServer:
             errors.ConfigError: TLS files unusable, or the address cannot be bound
                 (in use, not local, permission).
         """
+        from reconciler.server import routes as routes_mod
+
         options = self.ctx.options
         quiet_aiohttp()
         tls = ssl_context(options)
@@ -324,6 +336,8 @@ class HttpServer:
         shown = f"[{bound[0]}]" if ":" in str(bound[0]) else str(bound[0])
         self.url = f"{'https' if tls else 'http'}://{shown}:{bound[1]}"
         self.ctx.daemon.operations.endpoints["http"] = self.url
+        for start in routes_mod.start_hooks():
+            await start(self.ctx)
         log.info("http: listening on %s%s", self.url,
                  "" if self.ctx.token else " (no token: only /healthz and /readyz answer; "
                  "run `monitors token create`)")

@@ -46,9 +46,17 @@ class Started:
     pid: int
 
 
-StreamItem = Observation | errors.SourceError | Started
-"""What a stream yields: an observation per line, a check error when the command
-could not start or exited, or ``Started`` when it (re)started."""
+@dataclass(frozen=True, slots=True)
+class Connected:
+    """A stream item: the connection (``ws``) is (re)established."""
+
+    url: str
+
+
+StreamItem = Observation | errors.SourceError | Started | Connected
+"""What a stream yields: an observation per line or frame, a check error when the
+command could not start or exited (the connection failed or dropped), ``Started`` when
+the command (re)started, ``Connected`` when the connection was (re)established."""
 
 
 class StreamSource(Protocol):

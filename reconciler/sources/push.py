@@ -1,8 +1,9 @@
-"""What push sources (``ws``, ``webhook``) share: validated, not evaluated yet.
+"""What push sources (``ws``, ``webhook``) share: there is nothing to poll.
 
-They are pushed (a frame, a signed delivery) and will be delivered by the
-daemon's receiver once it exists; until then lint warns (``check``), and the
-engine and ``monitors test`` say so and skip them (``not_evaluated``).
+A ``ws`` source is a stream (``sources.ws.stream``); a ``webhook`` monitor is
+evaluated when the daemon's receiver hands it a delivery (``daemon.deliveries``).
+``observe`` is what an out-of-schedule poll (``evaluate-now``, ``run --once``)
+meets: a clear check error, never a guess.
 """
 
 from __future__ import annotations
@@ -10,31 +11,23 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from reconciler import errors
-from reconciler.findings import Finding
-from reconciler.model import Monitor, Observation, Severity
+from reconciler.model import Monitor, Observation
 
 if TYPE_CHECKING:
     from reconciler.sources.context import SourceContext
 
 
-def not_evaluated(monitor: Monitor) -> str:
-    """The one line the engine and ``monitors test`` print for a push source."""
-    return (f"{monitor.source_type} sources are validated but not evaluated yet "
-            "(push delivery is not built); skipped")
-
-
-def check(kind: str) -> list[Finding]:
-    """The lint warning (rule ``not-evaluated``) every push source of type ``kind`` gets."""
-    return [Finding(("source", "type"),
-                    f"{kind} is a push source: validated, but the daemon does not evaluate "
-                    "push sources yet (it will skip this monitor)",
-                    "not-evaluated", Severity.WARNING)]
+def nothing_to_poll(monitor: Monitor) -> str:
+    """The one line an out-of-schedule poll of a push source gets."""
+    return (f"{monitor.source_type} is a push source: it is evaluated when something "
+            "is pushed (use `monitors test NAME --payload FILE` or `--frame TEXT`)")
 
 
 async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
     """Always raises: push sources cannot be polled.
 
     Raises:
-        errors.SourceError: kind ``unsupported``, permanent.
+        errors.SourceError: kind ``unsupported``, not permanent (the monitor keeps
+            receiving what is pushed).
     """
-    raise errors.SourceError(not_evaluated(monitor), kind="unsupported", permanent=True)
+    raise errors.SourceError(nothing_to_poll(monitor), kind="unsupported")

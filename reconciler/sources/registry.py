@@ -15,7 +15,7 @@ needs when called. ``TYPES`` imports a type's module the first time it is read
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from reconciler.addflags import AddFlag
@@ -25,7 +25,7 @@ from reconciler.sources import fields
 from reconciler.typetable import TypeTable
 
 if TYPE_CHECKING:
-    from reconciler.sources import command, device, file, http, pid, poll, webhook, ws
+    from reconciler.sources import StreamItem, command, device, file, http, pid, poll, webhook, ws
     from reconciler.sources.context import SourceContext
 
     SourceSpec = (poll.PollSpec | command.CommandSpec | http.HttpSpec | file.FileSpec
@@ -73,10 +73,23 @@ ADD_ORDER = ("poll", "command", "pid", "poll-http", "file", "device", "ws", "web
 listed comes last)."""
 
 STREAMS = TYPES.flagged("STREAM")
-"""The types evaluated as streams (``command``)."""
+"""The types evaluated as streams (``command``, ``ws``): ``stream(monitor, ctx)``."""
 
-NOT_EVALUATED = TYPES.flagged("PUSH")
-"""Validated but not evaluated yet (push sources): the engine says so and skips them."""
+LINKS = TYPES.flagged("LINK")
+"""Streams over a connection (``ws``): ``list`` shows connected / reconnecting."""
+
+PUSHED = TYPES.flagged("PUSH")
+"""Push sources (``ws``, ``webhook``): never polled on a schedule; a ``ws`` is a stream,
+a ``webhook`` is evaluated when the receiver hands it a delivery (``Engine.push``)."""
+
+
+def waiting_text(kind: str) -> str | None:
+    """What ``list`` shows for a monitor of type ``kind`` that has seen nothing yet: its
+    module's ``WAITING`` (push sources), or None ("never polled")."""
+    if kind not in TYPES:
+        return None
+    text = getattr(TYPES[kind], "WAITING", None)
+    return str(text) if text else None
 
 def default_on_error(kind: str) -> str:
     """Type ``kind``'s default ``condition.onError``: its module's ``ON_ERROR``, else
@@ -164,5 +177,45 @@ def observe(monitor: Monitor, ctx: SourceContext) -> Awaitable[Observation]:
 
 
 def is_stream(monitor: Monitor) -> bool:
-    """True when the engine evaluates ``monitor`` as a stream (``command``)."""
+    """True when the engine evaluates ``monitor`` as a stream (``command``, ``ws``)."""
     return monitor.source_type in STREAMS
+
+
+def is_pushed(monitor: Monitor) -> bool:
+    """True when ``monitor`` is not polled on a schedule (``ws``, ``webhook``)."""
+    return monitor.source_type in PUSHED
+
+
+def stream(monitor: Monitor, ctx: SourceContext) -> AsyncGenerator[StreamItem, None]:
+    """The stream of a stream type's ``monitor`` (its module's ``stream``)."""
+    module: Any = TYPES[monitor.source_type]
+    items: AsyncGenerator[StreamItem, None] = module.stream(monitor, ctx)
+    return items
+
+
+def pushed_as(kind: str) -> str | None:
+    """The ``monitors test`` option pushing to type ``kind`` (``--payload``, ``--frame``),
+    None when nothing is pushed to it."""
+    if kind not in TYPES:
+        return None
+    option = getattr(TYPES[kind], "PUSHED_AS", None)
+    return str(option) if option else None
+
+
+def pushed(monitor: Monitor, data: bytes, *, event: str | None = None) -> Observation:
+    """The observation a push source's ``monitor`` makes of ``data`` (a webhook
+    delivery's body with its ``event``, a ws frame): its module's ``pushed``
+    (``monitors test --payload/--frame``, replay steps).
+
+    Raises:
+        errors.UsageError: ``monitor``'s type is not a push source.
+        errors.SourceError: kind ``select``.
+    """
+    from reconciler import errors
+
+    module: Any = TYPES[monitor.source_type]
+    if pushed_as(monitor.source_type) is None:
+        raise errors.UsageError(f"{monitor.name} is a {monitor.source_type} source: nothing "
+                                "is pushed to it (--payload is for webhook, --frame for ws)")
+    observation: Observation = module.pushed(monitor, data, event=event)
+    return observation

@@ -9,6 +9,7 @@ from typing import Any
 from reconciler import durations
 from reconciler.conditions import registry as condition_registry
 from reconciler.model import Monitor
+from reconciler.sources import registry as source_types
 from reconciler.state.liveness import LIVENESS_FLUSH_INTERVAL
 
 
@@ -63,7 +64,8 @@ def liveness_view(
                     "(checks go on; what is shown here is from before)")
         return view
     if not count or last is None:
-        view.update(status="never", text="never polled")
+        view.update(status="never",
+                    text=source_types.waiting_text(monitor.source_type) or "never polled")
         return view
     ago = durations.ago(now - float(last))
     interval = monitor.source.interval

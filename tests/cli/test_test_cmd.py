@@ -110,13 +110,13 @@ def test_pid_dry_run_writes_no_marker(repo: Repo) -> None:
     assert not repo.state.exists()
 
 
-def test_push_source_says_not_evaluated(repo: Repo) -> None:
+def test_push_source_without_a_payload_says_what_to_pass(repo: Repo) -> None:
     repo.write("monitors.d/hook.yml", """
         source: {type: webhook, provider: github, events: [push]}
         action: {type: notify}
     """)
     r = run_cli(["test", "hook"], repo=repo)
-    assert r.exit_code == 1 and "validated but not evaluated yet" in r.stderr
+    assert r.exit_code == 1 and "--payload" in r.stderr
 
 
 REPLAY = """
@@ -165,7 +165,8 @@ def test_replay_bad_file_is_one_line(repo: Repo) -> None:
     repo.write("monitors.d/ci-red.yml", CI_RED)
     f = repo.write("replay.yml", "steps:\n  - {text: a, error: b}\n")
     r = run_cli(["test", "ci-red", "--replay", str(f)], repo=repo)
-    assert r.exit_code == 1 and "steps[1]: give exactly one of text or error" in r.stderr
+    assert r.exit_code == 1
+    assert "steps[1]: give exactly one of text, error, payload, frame" in r.stderr
 
 
 def test_ignore_end_to_end_in_engine_normalization() -> None:
@@ -270,7 +271,8 @@ def test_replay_errors_and_display_count_steps_from_1(repo: Repo) -> None:
     script.write_text("steps:\n  - text: a\n  - text: b\n  - text: c\n  - {fire: true}\n")
     r = run_cli(["test", "alpha", "--replay", str(script)], repo=repo)
     assert r.exit_code == 1
-    assert r.stderr.strip() == f"error: {script}: steps[4]: give exactly one of text or error"
+    assert r.stderr.strip() == (f"error: {script}: steps[4]: give exactly one of text, "
+                                "error, payload, frame")
     script.write_text("steps:\n  - text: a\n  - text: b\n  - text: c\n  - text: d\n")
     shown = run_cli(["test", "alpha", "--replay", str(script)], repo=repo)
     rows = [line.split()[0] for line in shown.stdout.splitlines()[1:5]]

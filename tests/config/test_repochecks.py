@@ -43,12 +43,21 @@ def test_bad_urls_are_lint_errors_with_position(repo: Repo) -> None:
     assert code == 1
 
 
-def test_push_sources_warn_that_they_are_not_evaluated(repo: Repo) -> None:
+def test_push_sources_lint_clean(repo: Repo) -> None:
     repo.write("monitors.d/hook.yml",
                "source: {type: webhook, provider: github, events: [push]}\n" + NOTIFY)
+    repo.write("monitors.d/frames.yml", "source: {type: ws, url: 'ws://127.0.0.1:9/'}\n"
+               + NOTIFY)
     code, problems = lint_json(repo)
-    assert [p["rule"] for p in problems] == ["not-evaluated"]
+    assert problems == []
     assert code == 0
+
+
+def test_push_source_select_is_compiled(repo: Repo) -> None:
+    repo.write("monitors.d/hook.yml", "source: {type: webhook, provider: github, "
+               "events: [push], select: 'a[?'}\n" + NOTIFY)
+    _, problems = lint_json(repo)
+    assert [p["rule"] for p in problems] == ["bad-select"]
 
 
 def test_device_source_not_in_fleet_warns(repo: Repo) -> None:

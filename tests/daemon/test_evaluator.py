@@ -354,7 +354,8 @@ def test_guard_refusal_suppresses_fire_but_keeps_observation(tmp_path: Path, scr
     assert guard.checks[:3] == [True, True, False]
 
 
-def test_push_source_parked_with_message(tmp_path: Path) -> None:
+def test_webhook_monitor_waits_for_pushes(tmp_path: Path) -> None:
+    """Started, not polled, not parked; ``push`` evaluates what is pushed, in order."""
     env = Env(tmp_path)
     m = monitor({"type": "webhook", "provider": "github", "events": ["push"]}, name="hook")
 
@@ -362,9 +363,17 @@ def test_push_source_parked_with_message(tmp_path: Path) -> None:
         async with env as engine:
             await engine.start(m)
             first = (await engine.wait_first_poll(["hook"], 1))["hook"]
-            assert first is not None and "not evaluated yet" in (first.error or "")
+            assert first is not None and first.ok and engine.parked == {}
+            one = await engine.push("hook", Observation("a"))
+            two = await engine.push("hook", Observation("b"))
+            assert one is not None and one.event is None  # on-change: the baseline
+            assert two is not None and two.event is not None
+            assert await engine.push("nope", Observation("c")) is None
+            polled = await engine.poll_once(m)
+            assert polled.error and "push source" in polled.error
 
     asyncio.run(go())
+    assert len(env.store.fire_ids("hook")) == 1
 
 
 def test_permanent_error_parks(tmp_path: Path) -> None:

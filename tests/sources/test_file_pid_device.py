@@ -201,11 +201,11 @@ def test_device_headroom_for_this_device() -> None:
     assert "diskFree" in obs.meta and "loadPerCpu" in obs.meta
 
 
-def test_push_sources_not_evaluated() -> None:
+def test_push_sources_have_nothing_to_poll() -> None:
     m = monitor({"type": "ws", "url": "ws://127.0.0.1:1/"})
-    with pytest.raises(errors.SourceError, match="validated but not evaluated yet") as info:
+    with pytest.raises(errors.SourceError, match="push source") as info:
         observe(m)
-    assert info.value.permanent
+    assert not info.value.permanent
 
 
 def test_registry_matches_schema_enum() -> None:

@@ -1,0 +1,76 @@
+"""``POST /hooks/github``, ``/hooks/linear``, ``/hooks/generic/{monitor}``: webhook deliveries.
+
+Authenticated by their signature, not the bearer token (``auth="self"``): the
+receiver (``daemon.deliveries.Receiver``) verifies it over the raw body, refuses
+(401, no event), answers a replayed delivery id 200 with no second event, spools the
+delivery durably and answers 200 before evaluating it. A body over 25 MiB
+(``deliveries.MAX_BODY``, declared or streamed) is 413. Answers are JSON
+(``{"apiVersion", "accepted", "event", "monitors"}`` or ``{"apiVersion", "error"}``).
+``ON_START`` evaluates what a previous run spooled but did not finish.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from reconciler.daemon import metrics
+from reconciler.daemon.deliveries import MAX_BODY, Receiver
+from reconciler.server.app import Context, Route, context, error
+
+KEY = "hooks"
+
+
+def receiver(ctx: Context) -> Receiver:
+    """The server's one ``Receiver`` (made on first use)."""
+    found = ctx.parts.get(KEY)
+    if found is None:
+        found = ctx.parts[KEY] = Receiver(ctx.daemon)
+    assert isinstance(found, Receiver)
+    return found
+
+
+def _provider(request: web.Request) -> str:
+    return "generic" if "monitor" in request.match_info else request.path.rsplit("/", 1)[-1]
+
+
+def _refused(request: web.Request, status: int) -> None:
+    metrics.delivery(_provider(request), "too-large")
+
+
+async def _body(request: web.Request) -> bytes | None:
+    """The raw body, or None when it grows past ``MAX_BODY`` (a chunked upload)."""
+    chunks, size = [], 0
+    async for chunk in request.content.iter_chunked(1 << 16):
+        size += len(chunk)
+        if size > MAX_BODY:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def receive(request: web.Request) -> web.StreamResponse:
+    """One delivery (module docstring)."""
+    ctx = context(request)
+    provider = _provider(request)
+    body = await _body(request)
+    if body is None:
+        _refused(request, 413)
+        return error(request, 413, f"request body over {MAX_BODY} bytes")
+    answer = await receiver(ctx).receive(provider, request.headers, body,
+                                         monitor=request.match_info.get("monitor"))
+    return ctx.json(answer.body, status=answer.status)
+
+
+async def start(ctx: Context) -> None:
+    """Evaluate the deliveries a previous run spooled (``Receiver.drain``)."""
+    await receiver(ctx).drain()
+
+
+ON_START = start
+
+ROUTES = (
+    Route("POST", "/hooks/github", receive, auth="self", max_body=MAX_BODY, refused=_refused),
+    Route("POST", "/hooks/linear", receive, auth="self", max_body=MAX_BODY, refused=_refused),
+    Route("POST", "/hooks/generic/{monitor}", receive, auth="self", max_body=MAX_BODY,
+          refused=_refused),
+)
