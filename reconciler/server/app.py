@@ -17,7 +17,8 @@ Every route declares how it is authenticated (``Route.auth``):
   checking a signature over the raw body).
 
 Limits: a body over the route's ``max_body`` (default ``[http] maxBodyBytes``) is
-413 before it is read; a request over ``[http] requestTimeout`` is 503; aiohttp
+413 before it is read; a request over ``[http] requestTimeout`` is 503, and a
+connection idle (or sending an unfinished request) that long is closed; aiohttp
 answers a malformed request line or header with 400. Every error is JSON
 ``{"apiVersion": "v1", "error": "one line"}``; an error of the daemon's own files or
 state (``errors.MonitorsError``, e.g. an unreadable state directory) is a 503 with its
@@ -308,8 +309,11 @@ class HttpServer:
         quiet_aiohttp()
         tls = ssl_context(options)
         host, port = options.host_port
+        # keepalive_timeout also closes a connection that never completes its request
+        # (aiohttp's default is an hour: a slowloris held a descriptor each that long)
         runner = web.AppRunner(build(self.ctx, self.routes), access_log=None,
-                               handle_signals=False, shutdown_timeout=1.0)
+                               handle_signals=False, shutdown_timeout=1.0,
+                               keepalive_timeout=options.timeout)
         await runner.setup()
         site = web.TCPSite(runner, host, port, ssl_context=tls, reuse_address=True)
         try:
