@@ -57,6 +57,12 @@ cost one read of the layers and one encoding a second."""
 SHARED_COST = 5.0
 """A shared answer that took ``t`` seconds to make is kept at least ``SHARED_COST * t``."""
 
+MAX_ACTIVE = 4
+"""Requests whose handler and answer run on the event loop at once (``Context.admission``);
+the others wait their turn (FIFO) within ``requestTimeout``, so a burst of 200 clients
+is served a few at a time between the engine's polls instead of in one long turn of
+the loop. ``/healthz`` and ``/readyz`` do not wait."""
+
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Auth = Literal["token", "open", "page", "self"]
 
@@ -99,6 +105,7 @@ class Context:
         if token:
             self.redactor.add(token)
         self.started = time.time()
+        self.admission = asyncio.Semaphore(MAX_ACTIVE)
         self._shared: dict[str, tuple[float, Any, float]] = {}  # key -> (at, value, cost)
         self._making: dict[str, asyncio.Future[Any]] = {}
 
@@ -202,7 +209,13 @@ def _guard(route: Route, options: HttpOptions) -> Handler:
             return error(request, 413, f"request body over {limit} bytes")
         try:
             async with asyncio.timeout(options.timeout):
-                return await route.handler(request)
+                if route.auth == "open":  # probes never wait their turn
+                    return await route.handler(request)
+                async with ctx.admission:
+                    response = await route.handler(request)
+                    await response.prepare(request)  # the write is most of the cost
+                    await response.write_eof()
+                    return response
         except TimeoutError:
             return error(request, 503, f"request took longer than {options.timeout:g}s")
 
