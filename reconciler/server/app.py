@@ -75,6 +75,9 @@ class Route:
         method: ``GET``, ``POST``...
         path: an aiohttp path pattern (``/v1/monitors/{name}``).
         handler: ``async (request) -> response``; ``context(request)`` gives the daemon.
+            Unless ``auth`` is ``"open"`` it runs, and its answer is written, within
+            ``Context.admission`` (``MAX_ACTIVE`` at once): a handler that waits on
+            something slow should answer first (202) rather than hold its turn.
         auth: how the request is authenticated (module docstring).
         max_body: bytes the body may have (None: ``[http] maxBodyBytes``).
     """
