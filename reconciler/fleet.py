@@ -48,8 +48,10 @@ class Fleet:
         return next((d for d in self.devices if d.interactive), None)
 
 
-def split_address(address: str) -> tuple[str, int]:
+def split_address(address: str, *, port_zero: bool = False) -> tuple[str, int]:
     """A device's control address ``host:port`` (``[v6]:port`` too) -> ``(host, port)``.
+
+    ``port_zero``: port 0 is allowed too (a listen address: the system picks a port).
 
     Raises:
         ValueError: no host or no port, a port not in ASCII digits, or a port outside
@@ -59,8 +61,9 @@ def split_address(address: str) -> tuple[str, int]:
     if not sep or not (port.isascii() and port.isdigit()) or not host.strip("[]") \
             or any(c.isspace() for c in host):
         raise ValueError(f"address {address!r} is not host:port")
-    if not 0 < int(port) <= 65535:
-        raise ValueError(f"address {address!r}: port {int(port)} is outside 1-65535")
+    if not (0 if port_zero else 1) <= int(port) <= 65535:
+        raise ValueError(f"address {address!r}: port {int(port)} is outside "
+                         f"{0 if port_zero else 1}-65535")
     return host.strip("[]"), int(port)
 
 

@@ -47,7 +47,9 @@ def unit_text(cfg: settings.Settings, *, user: bool, python: str | None = None,
     env_file = ("%h/.config/monitors/env" if user else "/etc/monitors/env")
     lines = [
         "[Unit]",
-        f"Description=monitors reconciler daemon ({cfg.device}: {cfg.root})",
+        # specifiers are expanded in Description= too (variables are not)
+        "Description=" + f"monitors reconciler daemon ({cfg.device}: {cfg.root})".replace(
+            "%", "%%"),
         "After=network-online.target",
         "Wants=network-online.target",
         "",

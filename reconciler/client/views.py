@@ -296,9 +296,18 @@ def _stopped(cfg: settings.Settings, name: str) -> dict[str, Any] | None:
 
 
 def runs(cfg: settings.Settings, name: str, *, limit: int = 20) -> list[dict[str, Any]]:
-    """The fire history of ``name``, newest first (fire records)."""
+    """The fire history of ``name``, newest first (fire records).
+
+    Raises:
+        errors.NotFoundError: no monitor is named ``name`` (also when ``name`` cannot
+            be one: ``../x``, ``a/b``, a leading dot, which the state store refuses).
+    """
     store = _store(cfg)
-    if not store.monitor_dir(name).is_dir():
+    try:
+        directory = store.monitor_dir(name)
+    except errors.StateError:  # not a usable name: the client's unknown name
+        raise errors.NotFoundError(f"no monitor named {name!r} (see `monitors list`)") from None
+    if not directory.is_dir():
         _known_or_raise(cfg, name)
         return []
     return list(store.fires(name, limit=limit))

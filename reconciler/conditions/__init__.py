@@ -24,7 +24,9 @@ test runner. Semantics (DESIGN.md §1):
   episodes (``episode``): one fire when an episode opens after enough hits, and with
   ``resolve`` one more (reason ``resolved``) when it closes.
 * Each stored state keeps the observation it was stored with (``lastObservation``),
-  so a fire knows the previous observation and the diff to it (``diff``).
+  so a fire knows the previous observation and the diff to it (``diff``); a check
+  short of a threshold (``pending``, ``pending resolve``) keeps the one before it, so
+  an episode's fire diffs against the last check before the episode began.
 * A stored state whose fingerprint differs from the monitor's is carried only when
   the edit left what is observed and how signatures are formed alone (``baseline``);
   otherwise the new identity starts from a fresh baseline.
@@ -90,12 +92,16 @@ def decide(
         # The stored state belongs to another identity: replace it.
         decision = replace(decision, persist=True)
     if decision.persist:  # never on an unchanged poll: no cost on the hot path
-        from reconciler.conditions.decision import OBSERVATION_CHARS
+        from reconciler.conditions.decision import OBSERVATION_CHARS, Reason
 
         last = previous.get(LAST_OBSERVATION) if previous is not None else None
+        # a check short of a threshold (pending, pending resolve) keeps the observation
+        # from before the episode began (or began to close): the fire diffs against it
+        between = decision.reason in (Reason.PENDING, Reason.PENDING_RESOLVE) \
+            and isinstance(last, str)
         observes, signs = baseline.keys(monitor)
         state = {**decision.state,
-                 LAST_OBSERVATION: decision.observation[:OBSERVATION_CHARS],
+                 LAST_OBSERVATION: last if between else decision.observation[:OBSERVATION_CHARS],
                  baseline.OBSERVES: observes, baseline.SIGNS: signs}
         decision = replace(decision, state=state,
                            previous=last if isinstance(last, str) else None)

@@ -196,7 +196,7 @@ class Follower:
         try:
             return gitrepo.resolve_ref(self._open(), ref)
         except GitError as e:
-            raise GitError(f"[git] ref {self.git.ref!r}: no such branch, tag or commit "
+            raise GitError(f"ref {self.git.ref!r}: no such branch, tag or commit "
                            f"(deleted?)") from e
 
     def verify(self, commit: str) -> str | None:

@@ -66,7 +66,7 @@ RULES: dict[str, str] = {
     "ignored-path": "a layer holds a sub-directory, a dangling symlink, or a symlink to (or "
                     "a) device, FIFO or socket named *.yml: the loader never reads it",
     "unknown-device": "a device source or owner pin names a device the fleet file lacks",
-    "bad-address": "a fleet device's address is not host:port with a port in 1-65535",
+    "bad-address": "a fleet device's address or [http] listen is not host:port (port 1-65535)",
     "bad-url": "a url does not parse (bad port, bad IPv6 literal, no host)",
     "system-modified": "a file in the pull-only system/ layer differs from what `monitors "
                        "system pull` recorded (move the change to monitors.d/ or an overlay)",

@@ -83,6 +83,18 @@ _SETTINGS = """\
 
 # [fleet]
 # file = "fleet.yaml"          # the devices of the fleet, for placement
+
+# [layers]                     # where monitor files are read (these are the defaults)
+# user = "monitors.d"
+# system = "system"
+# overlays = "monitors.d/overlays"
+
+# [http]                       # the daemon's HTTP API, /metrics, status page
+# listen = "127.0.0.1:8765"    # "" turns it off; token: `monitors token create`
+
+# [git]                        # git mode: run what a commit holds, not the working tree
+# ref = "origin/main"
+# fetch = "1m"
 """
 
 

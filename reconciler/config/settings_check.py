@@ -52,11 +52,39 @@ def settings_problems(cfg: Settings) -> list[Problem]:
     """Schema problems of ``cfg.toml`` (``schemas/settings.schema.json``), sorted.
 
     Empty when ``monitors.toml`` is valid or absent. Rules: ``unknown-field`` (with a
-    did-you-mean), ``schema``, ``bad-duration``. Never raises on bad input.
+    did-you-mean), ``schema``, ``bad-duration``; and what the daemon would refuse in
+    ``[http]`` (``_http_problems``). Never raises on bad input.
     """
-    if not cfg.toml or schemas.validator("settings").is_valid(tomlpos.plain(cfg.toml)):
+    if not cfg.toml:
         return []
-    return sorted(validate.check(settings_document(cfg), kind="settings"))
+    found = _http_problems(cfg)
+    if schemas.validator("settings").is_valid(tomlpos.plain(cfg.toml)):
+        return found
+    return sorted([*validate.check(settings_document(cfg), kind="settings"), *found])
+
+
+def _http_problems(cfg: Settings) -> list[Problem]:
+    """What ``server.options.load`` refuses at start and the schema cannot say: a
+    ``listen`` that is not ``host:port`` with a port in 0-65535 (``bad-address``), and
+    one of ``certFile``/``keyFile`` without the other (``settings``)."""
+    from reconciler import fleet
+
+    http = cfg.toml.get("http")
+    if not isinstance(http, dict):
+        return []
+    out: list[Problem] = []
+    listen = http.get("listen")
+    if isinstance(listen, str) and listen.strip():
+        try:
+            fleet.split_address(listen.strip(), port_zero=True)
+        except ValueError as e:
+            out.append(at_field(cfg, "http.listen", str(e), "bad-address", key=False))
+    cert, key = http.get("certFile"), http.get("keyFile")
+    if bool(cert) != bool(key):
+        missing = "keyFile" if cert else "certFile"
+        out.append(at_field(cfg, f"http.{missing}", "missing: certFile and keyFile go "
+                            "together (TLS needs both)"))
+    return out
 
 
 def at_field(cfg: Settings, field: str, message: str, rule: str = "settings", *,

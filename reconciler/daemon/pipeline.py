@@ -151,6 +151,7 @@ class Pipeline:
             str(error.args[0]) if error.args else "", permanent=error.permanent)
         if observation is None:
             return await self._check_failed(entry, error)
+        metrics.check_failed(entry.monitor.name, error.kind)  # observed, still a failed check
         return await self._evaluate(entry, observation,
                                     error=self.ctx.redactor.redact(str(error)))
 

@@ -17,7 +17,8 @@ Every route declares how it is authenticated (``Route.auth``):
   checking a signature over the raw body).
 
 Limits: a body over the route's ``max_body`` (default ``[http] maxBodyBytes``) is
-413 before it is read; a request over ``[http] requestTimeout`` is 503; aiohttp
+413 before it is read; a request over ``[http] requestTimeout`` is 503, and a
+connection idle (or sending an unfinished request) that long is closed; aiohttp
 answers a malformed request line or header with 400. Every error is JSON
 ``{"apiVersion": "v1", "error": "one line"}``; an error of the daemon's own files or
 state (``errors.MonitorsError``, e.g. an unreadable state directory) is a 503 with its
@@ -56,6 +57,12 @@ cost one read of the layers and one encoding a second."""
 SHARED_COST = 5.0
 """A shared answer that took ``t`` seconds to make is kept at least ``SHARED_COST * t``."""
 
+MAX_ACTIVE = 4
+"""Requests whose handler and answer run on the event loop at once (``Context.admission``);
+the others wait their turn (FIFO) within ``requestTimeout``, so a burst of 200 clients
+is served a few at a time between the engine's polls instead of in one long turn of
+the loop. ``/healthz`` and ``/readyz`` do not wait."""
+
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Auth = Literal["token", "open", "page", "self"]
 
@@ -68,6 +75,9 @@ class Route:
         method: ``GET``, ``POST``...
         path: an aiohttp path pattern (``/v1/monitors/{name}``).
         handler: ``async (request) -> response``; ``context(request)`` gives the daemon.
+            Unless ``auth`` is ``"open"`` it runs, and its answer is written, within
+            ``Context.admission`` (``MAX_ACTIVE`` at once): a handler that waits on
+            something slow should answer first (202) rather than hold its turn.
         auth: how the request is authenticated (module docstring).
         max_body: bytes the body may have (None: ``[http] maxBodyBytes``).
         refused: called with the request and the status when the guard refuses it
@@ -104,6 +114,7 @@ class Context:
         self.parts: dict[str, Any] = {}
         """What route modules keep for the server's life, by module (``server.hooks``'s
         receiver)."""
+        self.admission = asyncio.Semaphore(MAX_ACTIVE)
         self._shared: dict[str, tuple[float, Any, float]] = {}  # key -> (at, value, cost)
         self._making: dict[str, asyncio.Future[Any]] = {}
 
@@ -211,7 +222,13 @@ def _guard(route: Route, options: HttpOptions) -> Handler:
             request = request.clone(client_max_size=limit)
         try:
             async with asyncio.timeout(options.timeout):
-                return await route.handler(request)
+                if route.auth == "open":  # probes never wait their turn
+                    return await route.handler(request)
+                async with ctx.admission:
+                    response = await route.handler(request)
+                    await response.prepare(request)  # the write is most of the cost
+                    await response.write_eof()
+                    return response
         except TimeoutError:
             return error(request, 503, f"request took longer than {options.timeout:g}s")
 
@@ -320,8 +337,11 @@ class HttpServer:
         quiet_aiohttp()
         tls = ssl_context(options)
         host, port = options.host_port
+        # keepalive_timeout also closes a connection that never completes its request
+        # (aiohttp's default is an hour: a slowloris held a descriptor each that long)
         runner = web.AppRunner(build(self.ctx, self.routes), access_log=None,
-                               handle_signals=False, shutdown_timeout=1.0)
+                               handle_signals=False, shutdown_timeout=1.0,
+                               keepalive_timeout=options.timeout)
         await runner.setup()
         site = web.TCPSite(runner, host, port, ssl_context=tls, reuse_address=True)
         try:

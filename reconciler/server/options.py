@@ -70,7 +70,7 @@ def load(cfg: settings.Settings, *, environ: dict[str, str] | None = None) -> Ht
     listen = listen.strip()
     if listen:
         try:
-            fleet.split_address(listen.replace(":0", ":1") if listen.endswith(":0") else listen)
+            fleet.split_address(listen, port_zero=True)
         except ValueError as e:
             raise errors.ConfigError(f"{where}: {e}") from e
     cert, key = section.get("certFile"), section.get("keyFile")

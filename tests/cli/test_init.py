@@ -142,3 +142,21 @@ def test_init_under_any_umask_makes_a_repository_monitors_trusts(
     assert {oct(p.stat().st_mode & 0o777) for p in made if p.is_file()} == {oct(files)}
     r = run_cli(["--root", str(target), "--state-dir", str(target / ".history"), "lint"])
     assert r.exit_code == 0, r.output
+
+
+def test_the_settings_template_names_every_section_and_uncommented_is_valid(new: Path) -> None:
+    # [http] and [git] arrived without a line in the template `init` writes
+    import json
+    import re
+    import tomllib
+
+    from reconciler.config import schemas
+
+    text = (new / "monitors.toml").read_text()
+    named = set(re.findall(r"^# \[(\w+)", text, re.M)) | set(
+        re.findall(r"^# (\w+) = ", text, re.M))
+    schema = json.loads((ROOT / "reconciler/schemas/settings.schema.json").read_text())
+    assert set(schema["properties"]) <= named
+    uncommented = "\n".join(line[2:] for line in text.splitlines()
+                            if re.match(r"# (\[|\w+ = )", line))
+    assert schemas.validator("settings").is_valid(tomllib.loads(uncommented))

@@ -51,3 +51,17 @@ def test_contrib_unit_has_the_same_service_keys() -> None:
     assert sorted(contrib) == sorted(made)
     for key in ("Type", "NotifyAccess", "ExecReload", "Restart", "WatchdogSec", "KillMode"):
         assert contrib[key] == made[key], key
+
+
+def test_percent_and_dollar_in_the_path_are_literal_in_every_line(tmp_path) -> None:
+    # systemd expands %-specifiers in Description= too: '%x' there broke the unit
+    root = tmp_path / "my repo%x$HOME"
+    (root / "monitors.d").mkdir(parents=True)
+    result = run_cli(["--root", str(root), "--device", "box", "service", "install", "--print"])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stdout.splitlines() if "my repo" in line]
+    assert [line.partition("=")[0] for line in lines] == [
+        "Description", "ExecStart", "WorkingDirectory"]
+    assert "my repo%%x$HOME)" in lines[0]  # Description= expands no variables
+    for line in lines[1:]:
+        assert "my repo%%x$$HOME" in line, line

@@ -44,3 +44,25 @@ def test_an_unchanged_poll_does_not_touch_the_state() -> None:
     base = conditions.decide(m, Observation("v1"), None)
     again = conditions.decide(m, Observation("v1"), base.state)
     assert not again.persist and again.previous is None
+
+
+def test_an_episode_fire_diffs_against_the_check_before_it_began() -> None:
+    # fireAfter: the pending check stored its own observation, so the fire that opened
+    # an outage had previous == current and an empty diff. (The very first outage has
+    # no stored good check to diff against: match mode stores no plain miss.)
+    m = monitor(condition={"mode": "match", "match": "^error: ", "resolve": True,
+                           "fireAfter": {"consecutive": 2},
+                           "resolveAfter": {"consecutive": 2}})
+    state = None
+    fired = []
+    down, up = "error: connect: refused", "200 ok"
+    for text in (up, down, down, up, up, up, down, down, up, up):
+        d = conditions.decide(m, Observation(text), state)
+        if d.persist:
+            state = d.state
+        if d.fire:
+            fired.append((str(d.reason), d.previous, text))
+    assert fired == [("matched new signature", down, down),  # the first: nothing before
+                     ("resolved", down, up),
+                     ("matched new signature", up, down),  # was (down, down): no diff
+                     ("resolved", down, up)]

@@ -126,6 +126,25 @@ def test_wrong_values_are_reported_at_the_value(tmp_path: Path) -> None:
                      (8, 11, "routines.r.overlap", "schema")}
 
 
+@pytest.mark.parametrize(("text", "expected"), [
+    ('[http]\nlisten = "nohost"\n', (2, 10, "http.listen", "bad-address")),
+    ('[http]\nlisten = "127.0.0.1:99999"\n', (2, 10, "http.listen", "bad-address")),
+    ('[http]\ncertFile = "a.pem"\n', (1, 2, "http.keyFile", "settings")),
+    ('[http]\nkeyFile = "a.key"\n', (1, 2, "http.certFile", "settings")),
+])
+def test_http_settings_the_daemon_refuses_are_lint_errors(tmp_path: Path, text: str,
+                                                          expected: tuple[object, ...]) -> None:
+    # lint passed these and `monitors run` then refused to start
+    cfg = _cfg(tmp_path, text)
+    found = [(p.line, p.col, p.field, p.rule) for p in settings_check.settings_problems(cfg)]
+    assert found == [expected]
+
+
+@pytest.mark.parametrize("listen", ["127.0.0.1:0", "[::1]:8765", ""])
+def test_http_listen_port_zero_and_off_are_valid(tmp_path: Path, listen: str) -> None:
+    assert settings_check.settings_problems(_cfg(tmp_path, f'[http]\nlisten = "{listen}"\n')) == []
+
+
 def test_a_file_edited_since_it_was_read_gives_no_misleading_positions(tmp_path: Path) -> None:
     cfg = _cfg(tmp_path, '\n\n\ndevce = "x"\n')
     (tmp_path / "monitors.toml").write_text('devce = "x"\nmore = 1\n')

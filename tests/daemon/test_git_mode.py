@@ -88,6 +88,8 @@ def test_follows_a_force_push_and_keeps_the_last_commit_when_the_ref_is_deleted(
     status = _git_status(repo)
     assert "origin/main" in status["error"]
     assert status["lastAppliedRevision"] == rewritten
+    assert "[git] ref 'origin/main': no such branch" in d.log_text()
+    assert "[git] [git]" not in d.log_text()  # the log line named its section twice
     assert set(d.running()) == {"a", "c"}
     listing = json.loads(d.cli("list", "--json").stdout)
     assert listing["daemon"]["git"]["lastAppliedRevision"] == rewritten

@@ -47,6 +47,17 @@ def test_v1_monitor_view_runs_and_fingerprints(peers) -> None:
     assert prints[0]["fingerprint"].startswith("sha256:")
 
 
+def test_a_name_that_cannot_be_a_monitor_is_404_not_a_daemon_fault(peers) -> None:
+    # '../x' and 'a/b' are refused by the state store's path check; that is the
+    # client's unknown name (404), not the daemon's files failing (503).
+    p: Peer = peers("alpha", monitors={"tick": "[date, +%N]"})
+    for path in ("/v1/monitors/..%2Fx/runs", "/v1/monitors/a%2Fb/runs",
+                 "/v1/monitors/..%2Fx", "/v1/monitors/.hidden/runs"):
+        answer = p.get(path)
+        assert answer.status_code == 404, (path, answer.text)
+        assert "no monitor named" in answer.json()["error"], answer.text
+
+
 def test_v1_plan_diffs_a_desired_set_against_the_running_one(peers) -> None:
     p: Peer = peers("alpha", monitors={"tick": "[echo, hi]"})
     running = p.post("/v1/plan", json={"monitors": []}).json()

@@ -66,6 +66,20 @@ def test_oversized_body_is_413_and_garbage_is_400_and_the_daemon_goes_on(peers) 
     assert "Traceback" not in p.log_text()
 
 
+def test_a_connection_that_never_finishes_its_request_is_closed(peers) -> None:
+    # slowloris: a partial request line held a connection (a file descriptor) open for
+    # aiohttp's default hour; it is closed after [http] requestTimeout
+    p: Peer = peers("alpha", start=False)
+    p.repo.write("monitors.toml", '[http]\nrequestTimeout = "1s"\n')
+    p.start()
+    host, port = p.url.removeprefix("http://").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=8) as s:
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # never the blank line
+        assert s.recv(4096) == b""  # closed by the server, not the 8 s timeout
+    with socket.create_connection((host, int(port)), timeout=8) as s:
+        assert s.recv(4096) == b""  # silent after connecting: closed too
+
+
 def test_token_create_writes_a_0600_file_and_the_daemon_uses_it(peers, repo) -> None:
     result = run_cli(["token", "create"], repo=repo)
     assert result.exit_code == 0, result.output

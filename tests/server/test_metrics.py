@@ -5,7 +5,7 @@ from __future__ import annotations
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.daemon.conftest import wait_for
-from tests.server.conftest import Peer
+from tests.server.conftest import Peer, free_port
 
 
 def families(p: Peer) -> dict[str, object]:
@@ -44,3 +44,21 @@ def test_metrics_expose_polls_fires_states_and_histograms(peers) -> None:
     samples = {s.name: s for f in fams.values() for s in f.samples}
     assert samples["monitors_applied_revision_info"].labels["generation"] == "1"
     assert samples["monitors_build_info"].labels["version"]
+
+
+def test_check_errors_observed_as_observations_are_counted_too(peers) -> None:
+    # onError: observe (poll-http's default) turns a refused connection into an
+    # observation; it is still a failed check, so it must count in check_errors.
+    p: Peer = peers("alpha", start=False)
+    p.repo.write("monitors.d/down.yml", f"""\
+name: down
+source: {{type: poll-http, url: "http://127.0.0.1:{free_port()}/", interval: 1s}}
+condition: {{mode: match, match: '^error: '}}
+action: {{type: notify}}
+""")
+    p.start()
+    p.wait_polled("down")
+    errors = {(s.labels["monitor"], s.labels["kind"]): s.value
+              for s in families(p)["monitors_check_errors"].samples
+              if s.name.endswith("_total")}
+    assert errors.get(("down", "connect"), 0) >= 1, errors
