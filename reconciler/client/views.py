@@ -289,7 +289,10 @@ def view(cfg: settings.Settings, name: str, *, fires: int = 10,
 def _stopped(cfg: settings.Settings, name: str) -> dict[str, Any] | None:
     """The stop record of ``name`` (``monitor_stop``), or None."""
     store = _store(cfg)
-    if not store.monitor_dir(name).is_dir():
+    try:
+        if not store.monitor_dir(name).is_dir():
+            return None
+    except errors.StateError:  # a name the state store refuses (``../x``) was never stopped
         return None
     record = store.stopped(name)
     return dict(record) if record else None

@@ -312,7 +312,8 @@ class HttpServer:
         daemon: the daemon it serves.
         options: ``[http]``.
         token: this device's token (None: only open routes answer).
-        routes: the routes (default: every module of ``server.routes``).
+        routes: the routes (default: every module of ``server.routes``, whose
+            ``ON_START`` hooks then run once it listens; given routes run none).
     """
 
     def __init__(self, daemon: Daemon, options: HttpOptions, token: str | None, *,
@@ -321,6 +322,7 @@ class HttpServer:
 
         self.ctx = Context(daemon, options, token)
         self.routes = list(routes) if routes is not None else routes_mod.all_routes()
+        self._start_hooks = routes_mod.start_hooks() if routes is None else []
         self._runner: web.AppRunner | None = None
         self.url: str | None = None
 
@@ -331,7 +333,6 @@ class HttpServer:
             errors.ConfigError: TLS files unusable, or the address cannot be bound
                 (in use, not local, permission).
         """
-        from reconciler.server import routes as routes_mod
 
         options = self.ctx.options
         quiet_aiohttp()
@@ -356,7 +357,7 @@ class HttpServer:
         shown = f"[{bound[0]}]" if ":" in str(bound[0]) else str(bound[0])
         self.url = f"{'https' if tls else 'http'}://{shown}:{bound[1]}"
         self.ctx.daemon.operations.endpoints["http"] = self.url
-        for start in routes_mod.start_hooks():
+        for start in self._start_hooks:
             await start(self.ctx)
         log.info("http: listening on %s%s", self.url,
                  "" if self.ctx.token else " (no token: only /healthz and /readyz answer; "
