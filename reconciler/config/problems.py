@@ -66,6 +66,8 @@ RULES: dict[str, str] = {
     "ignored-path": "a layer holds a sub-directory, a dangling symlink, or a symlink to (or "
                     "a) device, FIFO or socket named *.yml: the loader never reads it",
     "unknown-device": "a device source or owner pin names a device the fleet file lacks",
+    "owners-without-etcd": "a monitor names failover owners (owners:) but monitors.toml "
+                           "has no [etcd] to take their leases in",
     "bad-address": "a fleet device's address is not host:port with a port in 1-65535",
     "bad-url": "a url does not parse (bad port, bad IPv6 literal, no host)",
     "not-evaluated": "a push source (ws, webhook): validated, but not evaluated yet",

@@ -163,6 +163,29 @@ def unknown_devices(settings: Settings, monitors: Mapping[MonitorName, Monitor],
     return out
 
 
+def owners_need_etcd(settings: Settings, monitors: Mapping[MonitorName, Monitor], *,
+                     positions: Mapping[Path, Mapping[str, tuple[int, int]]] | None = None,
+                     ) -> list[Problem]:
+    """Errors (rule ``owners-without-etcd``) at the ``owners`` node of every monitor that
+    names failover owners while ``monitors.toml`` has no ``[etcd]`` table: no device
+    could ever take its lease, so it would never run anywhere."""
+    if settings.section("etcd"):
+        return []
+    out: list[Problem] = []
+    for m in sorted((m for m in monitors.values() if m.owners), key=lambda m: m.name):
+        file = files.display(m.origin)
+        known = (positions or {}).get(m.origin) or {}
+        found = known.get("owners.0")
+        if found is None:
+            doc, _ = yamlload.load(m.origin, file=file)
+            found = doc.position(("owners", 0)) if doc is not None else (1, 1)
+        out.append(P.error(file, found[0], found[1], "owners",
+                           "owners needs [etcd] in monitors.toml (endpoints of the etcd "
+                           "cluster that holds the leases); without it no device runs this "
+                           "monitor", "owners-without-etcd"))
+    return out
+
+
 def _pins(overlay: Path) -> bool:
     doc, _ = yamlload.load(overlay, file=files.display(overlay))
     return doc is not None and isinstance(doc.data, dict) and "pin" in doc.data
