@@ -129,6 +129,20 @@ def _snapshot(cfg: settings.Settings, reg: registry_mod.Registry,
     return snapshot.at_commit(snap, at.root, cfg.root, commit)
 
 
+def _holder(status: Mapping[str, Any] | None, name: str) -> str:
+    """The owner column of an ``owners:`` monitor from the daemon's ``status.owners``:
+    ``holder: a``, ``standby (holder: a)``, ``standby (etcd unreachable)``, or
+    ``standby`` before the daemon first asked etcd."""
+    owners = (status or {}).get("owners") or {}
+    seat = (owners.get("monitors") or {}).get(name)
+    if seat is None:
+        return "standby" if status else "-"
+    if seat.get("role") == "unreachable":
+        return "standby (etcd unreachable)"
+    holder = seat.get("holder") or "none"
+    return f"holder: {holder}" if seat.get("role") == "holder" else f"standby (holder: {holder})"
+
+
 def _rows(cfg: settings.Settings, status: Mapping[str, Any] | None) -> dict[str, Any]:
     reg = registry_mod.load(cfg.state_dir)
     applied = {n: e.monitor for n, e in reg.entries.items()}
@@ -151,6 +165,8 @@ def _rows(cfg: settings.Settings, status: Mapping[str, Any] | None) -> dict[str,
         owner = (placed.owner or ("this device" if placed.runs_here else "-")) if placed \
             else cfg.device
         where = placed.reason if placed else ""
+        if monitor.owners and placed is not None and placed.runs_here:
+            owner = _holder(status, name)
         error = invalid.get(name)
         why = excluded.get(name)
         note = duplicates.get(name) or (why.reason if why and why.kind == "duplicate" else None)
@@ -193,7 +209,8 @@ def _rows(cfg: settings.Settings, status: Mapping[str, Any] | None) -> dict[str,
                    "generation": status.get("generation") if status else reg.generation,
                    "held": status.get("held") if status else [],
                    "settingsMismatch": client.settings_mismatch(cfg, status),
-                   "git": (status.get("git") if status else None) or reg.git},
+                   "git": (status.get("git") if status else None) or reg.git,
+                   "owners": status.get("owners") if status else None},
         "problems": list(snap.errors),
         "storeProblems": list(store.problems),
         "monitors": out,

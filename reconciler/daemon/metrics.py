@@ -53,6 +53,9 @@ RECONCILE_DURATION = Histogram("monitors_reconcile_duration_seconds",
                                buckets=DURATION_BUCKETS, registry=REGISTRY)
 RECONCILES = Counter("monitors_reconciles", "Reconciles, by result (changed, unchanged, "
                      "error).", ["result"], registry=REGISTRY)
+FENCED = Counter("monitors_fenced", "Fires of owners: monitors refused by the fencing check "
+                 "(stale token, or etcd unreachable), by monitor.", ["monitor"],
+                 registry=REGISTRY)
 BUILD = Info("monitors_build", "The monitors version this daemon runs.", registry=REGISTRY)
 
 
@@ -107,6 +110,11 @@ def fire_finished(monitor: Monitor, event: Event, status: object) -> None:
     except (ValueError, AttributeError):
         latency = None
     fired(monitor.name, str(status), latency)
+
+
+def fenced(monitor: str) -> None:
+    """A fire of the ``owners:`` monitor ``monitor`` was refused by the fencing check."""
+    FENCED.labels(monitor).inc()
 
 
 def reconciled(duration: float, result: str) -> None:

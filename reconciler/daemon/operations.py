@@ -91,6 +91,9 @@ class Operations:
             "settingsDigest": protocol.settings_digest(rec.cfg),  # a SIGHUP may change it
             "lastReconcile": {"at": last.at, "summary": last.summary, "trigger": last.trigger},
             "endpoints": dict(self.endpoints),
+            "owners": (rec.parts.engine.owners.snapshot()
+                       if rec.parts is not None and rec.parts.engine.owners is not None
+                       else None),
         }
 
     async def first_polls(self, names: list[MonitorName], timeout: float

@@ -51,7 +51,7 @@ def build(cfg: settings.Settings, registry: registry_mod.Registry, *,
     """
     from reconciler import fleet
     from reconciler.actions import dispatch, guards
-    from reconciler.daemon import evaluator, metrics
+    from reconciler.daemon import evaluator, leases, metrics
     from reconciler.sources.context import SourceContext
     from reconciler.state import store as store_mod
 
@@ -64,6 +64,7 @@ def build(cfg: settings.Settings, registry: registry_mod.Registry, *,
     ctx = SourceContext.create(store=store, fleet=fleet.load(cfg.fleet_file),
                                        settings=cfg, redactor=redactor)
     engine = evaluator.Engine(store, dispatcher, ctx=ctx, guard=guard)
+    engine.owners = leases.build(cfg, redactor=redactor)
     return Parts(store=store, dispatcher=dispatcher, guard=guard, ctx=ctx, engine=engine,
                  supervisor=supervisor.Supervisor(engine, store, registry,
                                                   now=timestamps.utc_seconds))

@@ -135,6 +135,7 @@ class Entry:
     skipped: int = 0
     polls: int = 0
     parked: str | None = None
+    token: int | None = None  # an owners monitor's fencing token for this poll
 
 
 @dataclass

@@ -281,6 +281,10 @@ class StatusReply(TypedDict):
     lastReconcile: LastReconcile
     endpoints: NotRequired[dict[str, str]]
     """What else the daemon serves: ``{"http": "http://127.0.0.1:8765"}`` (bound address)."""
+    owners: NotRequired[dict[str, Any] | None]
+    """Failover owners (``daemon.leases.Owners.snapshot``): etcd's reachability and, per
+    ``owners:`` monitor, this device's role, the holder and the fencing token; None
+    without ``[etcd]``."""
 
 
 class AppliedReply(TypedDict):
