@@ -97,10 +97,13 @@ class Owner(Daemon):
 class Fleet:
     """Devices sharing ``owners: [a, b, c]`` over one etcd and one watched file."""
 
-    def __init__(self, base: Path, etcd: Etcd, hook: str, devices: tuple[str, ...]) -> None:
+    def __init__(self, base: Path, etcd: Etcd, hook: str, devices: tuple[str, ...], *,
+                 slow: float = 0.0) -> None:
         self.event = base / "event.txt"
         self.event.write_text("v0\n")
         self.daemons: dict[str, Owner] = {}
+        command = (f'[sh, -c, "sleep {slow:g}; cat {self.event}"], timeout: 60s' if slow
+                   else f'[cat, "{self.event}"]')
         for device in devices:
             root = base / device
             (root / "monitors.d" / "overlays").mkdir(parents=True)
@@ -114,7 +117,7 @@ class Fleet:
             """)
             repo.write(f"monitors.d/{NAME}.yml", f"""
                 name: {NAME}
-                source: {{type: poll, command: [cat, "{self.event}"], interval: 500ms}}
+                source: {{type: poll, command: {command}, interval: 500ms}}
                 action: {{type: webhook-out, url: "{hook}"}}
                 owners: [{", ".join(devices)}]
             """)
@@ -137,6 +140,13 @@ class Fleet:
             return held[0] if len(held) == 1 and held[0] != other_than else None
         return str(wait_for(one, timeout=timeout, what="one holder"))
 
+    def polled(self, device: str) -> None:
+        """Wait until ``device`` has a baseline (one check since it took the key)."""
+        d = self.daemons[device]
+        checks = d.liveness(NAME).get("checkCount", 0)
+        wait_for(lambda: d.liveness(NAME).get("checkCount", 0) > checks, what="a check",
+                 log=d.log)
+
     def emit(self, value: str) -> None:
         self.event.write_text(value + "\n")
 
@@ -158,8 +168,8 @@ def fleet(tmp_path: Path, etcd_server: Etcd,  # noqa: F811
           receiver: Receiver) -> Iterator[Callable[..., Fleet]]:
     made: list[Fleet] = []
 
-    def make(*devices: str) -> Fleet:
-        f = Fleet(tmp_path, etcd_server, receiver.url, devices)
+    def make(*devices: str, slow: float = 0.0) -> Fleet:
+        f = Fleet(tmp_path, etcd_server, receiver.url, devices, slow=slow)
         made.append(f)
         for device in devices:
             f.start(device)
@@ -203,6 +213,7 @@ def test_sigterm_hands_over_at_once_and_the_standby_fires_the_next_event(
         fleet: Callable[..., Fleet], receiver: Receiver) -> None:
     f = fleet("a", "b")
     first = f.holder()
+    f.polled(first)
     f.emit("v1")
     delivered(receiver, "v1", log=f.daemons[first].log)
     assert f.daemons[first].stop() == 0
@@ -218,23 +229,30 @@ def test_sigterm_hands_over_at_once_and_the_standby_fires_the_next_event(
 
 def test_a_holder_stopped_past_its_ttl_never_fires_on_its_old_token(
         fleet: Callable[..., Fleet], receiver: Receiver) -> None:
-    f = fleet("a", "b")
+    # Each check takes 3s (sleep, then read the file), so the SIGSTOP lands inside a
+    # poll the holder was admitted to: on SIGCONT that poll sees v2 against its v1
+    # baseline and decides to fire. Only the fencing check stops it.
+    f = fleet("a", "b", slow=3.0)
     old = f.holder()
     d = f.daemons[old]
+    f.polled(old)
     f.emit("v1")
     delivered(receiver, "v1", log=d.log)
     old_token = d.seat()["token"]
     assert d.proc is not None
+    time.sleep(0.5)  # into the next (3s) check
     os.killpg(d.proc.pid, signal.SIGSTOP)
     try:
+        f.emit("v2")
         new = f.holder(other_than=old, timeout=TTL * 4)
-        f.emit("v2")  # the stopped one saw v1 last: it would fire v2 on waking
         delivered(receiver, "v2", log=f.daemons[new].log)
     finally:
         os.killpg(d.proc.pid, signal.SIGCONT)
+    wait_for(lambda: "is stale" in d.log_text(), what="the stale fire refused", log=d.log)
     wait_for(lambda: d.seat().get("role") == "standby", what="the old holder stands by",
              log=d.log)
-    time.sleep(1.5)
+    assert f"not fired: fencing token {old_token} is stale ({new} holds it" in d.log_text()
+    time.sleep(1.0)
     assert len(receiver.events("v2")) == 1
     assert old_token not in [b["fencingToken"] for b in receiver.bodies[1:]]
     assert f.holders() == [new]
@@ -260,6 +278,7 @@ def test_etcd_down_stops_every_fire_and_they_resume_when_it_is_back(
         fleet: Callable[..., Fleet], receiver: Receiver, etcd_server: Etcd) -> None:  # noqa: F811
     f = fleet("a", "b")
     holder = f.holder()
+    f.polled(holder)
     etcd_server.stop()
     f.emit("v1")
     for d in f.daemons.values():
@@ -305,4 +324,4 @@ def test_randomized_hand_overs_deliver_each_event_once(
     time.sleep(1.5)
     counts = {f"t{i}": len(receiver.events(f"t{i}")) for i in range(1, trials + 1)}
     assert set(counts.values()) == {1}, counts
-    assert trials >= 5
+    assert trials >= 5, f"only {trials} trials fit in the time"
