@@ -40,6 +40,7 @@ from typing import Any
 
 from reconciler import redaction, settings
 from reconciler.daemon import etcdgateway as gw
+from reconciler.daemon import metrics
 
 log = logging.getLogger("monitors.leases")
 
@@ -155,8 +156,9 @@ class Owners:
         if self.lease is not None:
             log.warning("etcd lease %x lost: %s; standing by everywhere", self.lease, why)
         self.lease = None
-        for seat in self.seats.values():
+        for name, seat in self.seats.items():
             seat.token = None
+            metrics.holding(name, False)
 
     async def _run(self) -> None:
         """Keepalive every third of the TTL; contend for standby seats every ``retry``."""
@@ -179,10 +181,12 @@ class Owners:
             left = await self.gateway.keepalive(lease)
         except gw.EtcdError as e:
             self.error = str(e)
+            metrics.etcd_reachable(False)
             if self.monotonic() - self._renewed >= self.ttl:
                 self._lost("no keepalive succeeded for a whole TTL")
             return
         self.error = None
+        metrics.etcd_reachable(True)
         if left <= 0:
             self._lost("etcd says it expired")
         else:
@@ -226,6 +230,8 @@ class Owners:
                     continue
                 seat.error = str(e)
                 seat.token = None
+                metrics.etcd_reachable(False)
+                metrics.holding(name, False)
                 raise
             break
         seat.error = None
@@ -240,6 +246,8 @@ class Owners:
                 seat.holder, seat.token = self.device, found.create_revision
             else:
                 seat.holder, seat.token = (found.value if found else None), None
+        metrics.etcd_reachable(True)
+        metrics.holding(name, seat.token is not None)
         states = result.ranges[-1] if read_state and result.ranges else ()
         return json.loads(states[0].value) if states else None
 
@@ -280,6 +288,7 @@ class Owners:
                                             [gw.get(key)])
         except gw.EtcdError as e:
             seat.error, seat.token = str(e), None
+            metrics.holding(name, False)
             self.fences += 1
             seat.fenced = f"not fired: the fencing check could not be made: {e}"
             raise Fenced(seat.fenced) from e
@@ -288,6 +297,7 @@ class Owners:
             return
         found = result.ranges[0][0] if result.ranges and result.ranges[0] else None
         seat.token, seat.holder = None, found.value if found else None
+        metrics.holding(name, False)
         self.fences += 1
         now = (f"{found.value} holds it with token {found.create_revision}" if found
                else "no device holds it")

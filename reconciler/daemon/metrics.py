@@ -19,7 +19,14 @@ import datetime as dt
 import time
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, Info, disable_created_metrics
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    Info,
+    disable_created_metrics,
+)
 
 if TYPE_CHECKING:
     from reconciler.events import Event
@@ -56,6 +63,12 @@ RECONCILES = Counter("monitors_reconciles", "Reconciles, by result (changed, unc
 FENCED = Counter("monitors_fenced", "Fires of owners: monitors refused by the fencing check "
                  "(stale token, or etcd unreachable), by monitor.", ["monitor"],
                  registry=REGISTRY)
+ETCD_UP = Gauge("monitors_etcd_up", "1 while etcd answers this daemon (failover owners: "
+                "[etcd] set), 0 while it does not: owners: monitors fire nowhere then.",
+                registry=REGISTRY)
+OWNER_HOLDER = Gauge("monitors_owner_holder", "1 while this device holds the etcd key of "
+                     "the owners: monitor (it polls and fires), 0 while it stands by.",
+                     ["monitor"], registry=REGISTRY)
 BUILD = Info("monitors_build", "The monitors version this daemon runs.", registry=REGISTRY)
 
 
@@ -115,6 +128,16 @@ def fire_finished(monitor: Monitor, event: Event, status: object) -> None:
 def fenced(monitor: str) -> None:
     """A fire of the ``owners:`` monitor ``monitor`` was refused by the fencing check."""
     FENCED.labels(monitor).inc()
+
+
+def etcd_reachable(up: bool) -> None:
+    """etcd answered (``True``) or did not (``False``) the last request of the leases."""
+    ETCD_UP.set(1 if up else 0)
+
+
+def holding(monitor: str, held: bool) -> None:
+    """This device holds (``True``) or stands by for (``False``) ``monitor``'s etcd key."""
+    OWNER_HOLDER.labels(monitor).set(1 if held else 0)
 
 
 def reconciled(duration: float, result: str) -> None:
