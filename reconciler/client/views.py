@@ -16,6 +16,7 @@ from reconciler import errors, settings, snapshot
 from reconciler.client import control as client
 from reconciler.conditions import registry as condition_registry
 from reconciler.conditions.spec import Condition
+from reconciler.daemon import protocol
 from reconciler.model import ActionSpec, Monitor, MonitorName
 from reconciler.state import direrrors
 from reconciler.state import registry as registry_mod
@@ -129,20 +130,6 @@ def _snapshot(cfg: settings.Settings, reg: registry_mod.Registry,
     return snapshot.at_commit(snap, at.root, cfg.root, commit)
 
 
-def _holder(status: Mapping[str, Any] | None, name: str) -> str:
-    """The owner column of an ``owners:`` monitor from the daemon's ``status.owners``:
-    ``holder: a``, ``standby (holder: a)``, ``standby (etcd unreachable)``, or
-    ``standby`` before the daemon first asked etcd."""
-    owners = (status or {}).get("owners") or {}
-    seat = (owners.get("monitors") or {}).get(name)
-    if seat is None:
-        return "standby" if status else "-"
-    if seat.get("role") == "unreachable":
-        return "standby (etcd unreachable)"
-    holder = seat.get("holder") or "none"
-    return f"holder: {holder}" if seat.get("role") == "holder" else f"standby (holder: {holder})"
-
-
 def _rows(cfg: settings.Settings, status: Mapping[str, Any] | None) -> dict[str, Any]:
     reg = registry_mod.load(cfg.state_dir)
     applied = {n: e.monitor for n, e in reg.entries.items()}
@@ -166,7 +153,7 @@ def _rows(cfg: settings.Settings, status: Mapping[str, Any] | None) -> dict[str,
             else cfg.device
         where = placed.reason if placed else ""
         if monitor.owners and placed is not None and placed.runs_here:
-            owner = _holder(status, name)
+            owner = protocol.owner_role(status, name)
         error = invalid.get(name)
         why = excluded.get(name)
         note = duplicates.get(name) or (why.reason if why and why.kind == "duplicate" else None)

@@ -343,3 +343,18 @@ Reply = (StatusReply | ReconcileReply | FirstPollsReply | EvaluateNowReply
 def error(message: str) -> ErrorReply:
     """The reply for a failed request."""
     return {"ok": False, "error": message}
+
+
+def owner_role(status: Mapping[str, Any] | None, name: str) -> str:
+    """An ``owners:`` monitor's role on this device from the daemon's ``status`` reply
+    (``StatusReply.owners``), for list, view and plan:
+    ``holder: a``, ``standby (holder: a)``, ``standby (etcd unreachable)``, or
+    ``standby`` before the daemon first asked etcd."""
+    owners = (status or {}).get("owners") or {}
+    seat = (owners.get("monitors") or {}).get(name)
+    if seat is None:
+        return "standby" if status else "-"
+    if seat.get("role") == "unreachable":
+        return "standby (etcd unreachable)"
+    holder = seat.get("holder") or "none"
+    return f"holder: {holder}" if seat.get("role") == "holder" else f"standby (holder: {holder})"

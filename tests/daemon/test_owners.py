@@ -207,6 +207,10 @@ def test_exactly_one_device_polls_and_fires(fleet: Callable[..., Fleet],
     assert f"holder: {holder}" in listing
     other = next(o for n, o in f.daemons.items() if n != holder)
     assert f"standby (holder: {holder})" in other.cli("list").stdout
+    assert f"{NAME}: holder: {holder}" in d.cli("plan").stdout
+    assert f"standby (holder: {holder})" in other.cli("view", NAME).stdout
+    plan = json.loads(other.cli("plan", "--json").stdout)
+    assert plan["owners"] == {NAME: f"standby (holder: {holder})"}
 
 
 def test_sigterm_hands_over_at_once_and_the_standby_fires_the_next_event(
