@@ -304,6 +304,21 @@ class Owners:
         seat.fenced = f"not fired: fencing token {token} is stale ({now}); standing by"
         raise Fenced(seat.fenced)
 
+    async def release(self, name: str) -> None:
+        """This device stops running ``name`` (removed, replaced, no longer listed):
+        delete its holder key if it is still this device's (same token), so a listed
+        device takes it now rather than when this daemon's lease ends. Never raises."""
+        seat = self.seats.pop(name, None)
+        if seat is None or seat.token is None or self._closed:
+            return
+        metrics.holding(name, False)
+        key = self.holder_key(name)
+        try:
+            await self.gateway.txn([gw.compare_created(key, seat.token)], [gw.delete(key)])
+        except gw.EtcdError as e:
+            log.warning("%s: cannot release the holder key: %s (it goes with the lease)",
+                        name, e)
+
     def snapshot(self) -> dict[str, Any]:
         """For status, list and metrics: ``{"etcd": {"up", "error", "lease"},
         "monitors": {name: {"role", "holder", "token", "fenced", "error"}}}``."""

@@ -329,3 +329,18 @@ def test_randomized_hand_overs_deliver_each_event_once(
     counts = {f"t{i}": len(receiver.events(f"t{i}")) for i in range(1, trials + 1)}
     assert set(counts.values()) == {1}, counts
     assert trials >= 5, f"only {trials} trials fit in the time"
+
+
+def test_a_device_dropped_from_owners_releases_the_key_at_once(
+        fleet: Callable[..., Fleet], receiver: Receiver) -> None:
+    f = fleet("a", "b")
+    old = f.holder()
+    new = "b" if old == "a" else "a"
+    d = f.daemons[old]
+    path = d.repo.user / f"{NAME}.yml"
+    path.write_text(path.read_text().replace("owners: [a, b]", f"owners: [{new}]"))
+    # the old holder keeps running (its lease lives on), yet the other takes the key
+    assert f.holder(other_than=old, timeout=15) == new
+    assert d.proc is not None and d.proc.poll() is None
+    f.emit("v1")
+    delivered(receiver, "v1", log=f.daemons[new].log)
