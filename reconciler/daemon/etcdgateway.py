@@ -111,11 +111,14 @@ class Options:
             except redaction.Unset as e:
                 raise errors.ConfigError(f"monitors.toml: etcd: {e}") from e
 
+        password = secret(section.get("password"))
+        if password and redactor is not None:
+            redactor.add(password)  # a literal password is a secret too
         return cls(endpoints=tuple(str(e).rstrip("/") for e in section["endpoints"]),
                    prefix=prefix if prefix.endswith("/") else prefix + "/", ttl=ttl,
                    ca_file=path(section.get("caFile")), cert_file=path(cert),
                    key_file=path(key), username=secret(section.get("username")),
-                   password=secret(section.get("password")))
+                   password=password)
 
 
 def b64(text: str | bytes) -> str:

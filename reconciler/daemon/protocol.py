@@ -349,7 +349,10 @@ def owner_role(status: Mapping[str, Any] | None, name: str) -> str:
     """An ``owners:`` monitor's role on this device from the daemon's ``status`` reply
     (``StatusReply.owners``), for list, view and plan:
     ``holder: a``, ``standby (holder: a)``, ``standby (etcd unreachable)``, or
-    ``standby`` before the daemon first asked etcd."""
+    ``standby`` before the daemon first asked etcd, ``standby (no [etcd])`` without
+    ``[etcd]``, ``-`` without a daemon."""
+    if status and status.get("owners") is None:
+        return "standby (no [etcd])"
     owners = (status or {}).get("owners") or {}
     seat = (owners.get("monitors") or {}).get(name)
     if seat is None:
