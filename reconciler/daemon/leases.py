@@ -61,7 +61,7 @@ class Seat:
         fresh: the token was taken since the last admission (load the etcd state).
         error: why the seat could not be checked (etcd unreachable), or None.
         fenced: the last fencing refusal (one line), or None.
-        admitted: monotonic seconds of the last ``admit`` (stale seats are dropped).
+        admitted: monotonic seconds of the last ``admit``.
     """
 
     holder: str | None = None
@@ -161,20 +161,25 @@ class Owners:
             metrics.holding(name, False)
 
     async def _run(self) -> None:
-        """Keepalive every third of the TTL; contend for standby seats every ``retry``."""
-        next_keepalive = self.monotonic() + self.ttl / 3
+        """Keepalive every third of the TTL and contend for standby seats every
+        ``retry``, side by side (a slow contention never delays a keepalive)."""
+        await asyncio.gather(self._keepalives(), self._contention())
+
+    async def _keepalives(self) -> None:
+        while not self._closed:
+            await asyncio.sleep(self.ttl / 3)
+            if self.lease is not None:
+                await self._keepalive(self.lease)
+
+    async def _contention(self) -> None:
         while not self._closed:
             await asyncio.sleep(self.retry)
-            if self.lease is not None and self.monotonic() >= next_keepalive:
-                next_keepalive = self.monotonic() + self.ttl / 3
-                await self._keepalive(self.lease)
-            now = self.monotonic()
-            for name, seat in list(self.seats.items()):
-                if now - seat.admitted > max(60.0, 4 * self.ttl):
-                    del self.seats[name]  # the monitor stopped asking (stopped, removed)
-                elif seat.token is None:
+            for name, seat in list(self.seats.items()):  # release() drops stopped ones
+                if seat.token is None:
                     with contextlib.suppress(gw.EtcdError):
                         await self._contend(name, seat, read_state=False)
+                    if seat.token is not None and self.seats.get(name) is not seat:
+                        await self._drop(name, seat.token)  # released meanwhile
 
     async def _keepalive(self, lease: int) -> None:
         try:
@@ -312,9 +317,12 @@ class Owners:
         if seat is None or seat.token is None or self._closed:
             return
         metrics.holding(name, False)
+        await self._drop(name, seat.token)
+
+    async def _drop(self, name: str, token: int) -> None:
         key = self.holder_key(name)
         try:
-            await self.gateway.txn([gw.compare_created(key, seat.token)], [gw.delete(key)])
+            await self.gateway.txn([gw.compare_created(key, token)], [gw.delete(key)])
         except gw.EtcdError as e:
             log.warning("%s: cannot release the holder key: %s (it goes with the lease)",
                         name, e)
