@@ -68,6 +68,8 @@ RULES: dict[str, str] = {
     "unknown-device": "a device source or owner pin names a device the fleet file lacks",
     "owners-without-etcd": "a monitor names failover owners (owners:) but monitors.toml "
                            "has no [etcd] to take their leases in",
+    "owners-unpolled": "a monitor with failover owners (owners:) has a stream or push "
+                       "source: only polls are admitted by the lease, so it never fires",
     "bad-address": "a fleet device's address is not host:port with a port in 1-65535",
     "bad-url": "a url does not parse (bad port, bad IPv6 literal, no host)",
     "not-evaluated": "a push source (ws, webhook): validated, but not evaluated yet",

@@ -163,26 +163,42 @@ def unknown_devices(settings: Settings, monitors: Mapping[MonitorName, Monitor],
     return out
 
 
-def owners_need_etcd(settings: Settings, monitors: Mapping[MonitorName, Monitor], *,
-                     positions: Mapping[Path, Mapping[str, tuple[int, int]]] | None = None,
-                     ) -> list[Problem]:
-    """Errors (rule ``owners-without-etcd``) at the ``owners`` node of every monitor that
-    names failover owners while ``monitors.toml`` has no ``[etcd]`` table: no device
-    could ever take its lease, so it would never run anywhere."""
-    if settings.section("etcd"):
+def owners_problems(settings: Settings, monitors: Mapping[MonitorName, Monitor], *,
+                    positions: Mapping[Path, Mapping[str, tuple[int, int]]] | None = None,
+                    ) -> list[Problem]:
+    """Errors for monitors naming failover owners (``owners:``) that could never run:
+    rule ``owners-without-etcd`` when ``monitors.toml`` has no ``[etcd]`` (no device
+    could take the lease), at the ``owners`` list; rule ``owners-unpolled`` when the
+    source is a stream or a push source (only a poll is admitted by the lease), at
+    ``source.type``."""
+    owned = sorted((m for m in monitors.values() if m.owners), key=lambda m: m.name)
+    if not owned:
         return []
+    from reconciler.sources import registry as source_types  # here: loaded when used
+
+    no_etcd = not settings.section("etcd")
     out: list[Problem] = []
-    for m in sorted((m for m in monitors.values() if m.owners), key=lambda m: m.name):
+    for m in owned:
         file = files.display(m.origin)
         known = (positions or {}).get(m.origin) or {}
-        found = known.get("owners.0")
-        if found is None:
-            doc, _ = yamlload.load(m.origin, file=file)
-            found = doc.position(("owners", 0)) if doc is not None else (1, 1)
-        out.append(P.error(file, found[0], found[1], "owners",
-                           "owners needs [etcd] in monitors.toml (endpoints of the etcd "
-                           "cluster that holds the leases); without it no device runs this "
-                           "monitor", "owners-without-etcd"))
+        doc = None
+        if no_etcd:
+            found = known.get("owners.0")
+            if found is None:
+                doc, _ = yamlload.load(m.origin, file=file)
+                found = doc.position(("owners", 0)) if doc is not None else (1, 1)
+            out.append(P.error(file, found[0], found[1], "owners",
+                               "owners needs [etcd] in monitors.toml (endpoints of the etcd "
+                               "cluster that holds the leases); without it no device runs "
+                               "this monitor", "owners-without-etcd"))
+        if source_types.is_stream(m) or m.source_type in source_types.NOT_EVALUATED:
+            if doc is None:
+                doc, _ = yamlload.load(m.origin, file=file)
+            found = doc.position(("source", "type")) if doc is not None else (1, 1)
+            out.append(P.error(file, found[0], found[1], "source.type",
+                               f"a {m.source_type} source is not polled, and owners (failover "
+                               "on an etcd lease) admits only polls: it would never fire; "
+                               "use a polled source or device/devices", "owners-unpolled"))
     return out
 
 

@@ -160,3 +160,13 @@ def test_owners_without_etcd_is_an_error_at_the_owners_list(repo: Repo) -> None:
     assert code == 1
     repo.write("monitors.toml", "[etcd]\nendpoints = [\"http://127.0.0.1:2379\"]\n")
     assert lint_json(repo) == (0, [])
+
+
+def test_owners_with_a_stream_source_is_an_error_at_its_type(repo: Repo) -> None:
+    repo.write("monitors.toml", "[etcd]\nendpoints = [\"http://127.0.0.1:2379\"]\n")
+    repo.write("monitors.d/tail.yml", "source:\n  type: command\n  command: [echo, hi]\n"
+               + NOTIFY + "owners: [a, b]\n")
+    code, problems = lint_json(repo)
+    assert [(p["rule"], p["line"], p["field"]) for p in problems] == [
+        ("owners-unpolled", 2, "source.type")]
+    assert code == 1
