@@ -254,7 +254,17 @@ class Owners:
         metrics.etcd_reachable(True)
         metrics.holding(name, seat.token is not None)
         states = result.ranges[-1] if read_state and result.ranges else ()
-        return json.loads(states[0].value) if states else None
+        if not states:
+            return None
+        try:
+            stored = json.loads(states[0].value)
+        except ValueError:
+            stored = None
+        if not isinstance(stored, dict):
+            log.warning("%s: the state in etcd is not a JSON object; starting from the "
+                        "local state", name)
+            return None
+        return stored
 
     async def admit(self, name: str) -> Admission:
         """Before a poll of ``name``: contend for (or confirm) its holder key.
