@@ -40,6 +40,8 @@ class Event:
             None when there is none (the first fire of a ``match`` monitor).
         diff: the unified diff from ``previous`` to ``observation``, bounded
             (``conditions.diff``); ``""`` when there is no previous observation.
+        fencing_token: for an ``owners:`` monitor, the create revision of the etcd
+            holder key the fire was confirmed under (``daemon.leases``); else None.
     """
 
     id: str
@@ -55,6 +57,7 @@ class Event:
     kind: str = "fired"
     previous: str | None = None
     diff: str = ""
+    fencing_token: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The event as the JSON object webhook-out POSTs and ``event.json`` stores."""
@@ -73,6 +76,7 @@ class Event:
             "previous": self.previous,
             "current": self.observation,
             "diff": self.diff,
+            **({"fencingToken": self.fencing_token} if self.fencing_token is not None else {}),
         }
 
 

@@ -153,6 +153,9 @@ class Monitor:
         overlay: the overlay file patching it, if any.
         device: owner pin (only that device evaluates and fires it).
         devices: allowlist; each listed device fires independently. Empty: unset.
+        owners: failover owners; whichever listed device holds the monitor's etcd
+            lease evaluates and fires it, the others stand by (``daemon.leases``).
+            Empty: unset. Never together with ``device``/``devices``.
         shared_input: None when unset (system built-ins then default to True).
         rate_limit: the firehose guard, or None.
         labels: string labels for selection (``pause -l team=ci``).
@@ -175,6 +178,7 @@ class Monitor:
     overlay: Path | None = None
     device: DeviceName | None = None
     devices: tuple[DeviceName, ...] = ()
+    owners: tuple[DeviceName, ...] = ()
     shared_input: bool | None = None
     rate_limit: RateLimit | None = None
     labels: Mapping[str, str] = field(default_factory=dict)

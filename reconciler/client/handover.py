@@ -111,7 +111,9 @@ def current_plan(cfg: settings.Settings, *, allow_mass_stop: bool = False,
         digest=snap.digest, commit=snap.commit, dirty=snap.dirty, problems=tuple(snap.problems),
         created_at=timestamps.utc_seconds(), root=cfg.root, error_files=tuple(snap.error_files),
         settings_digest=protocol.settings_digest(cfg), git=git,
-        against=str(against) if against is not None else "")
+        against=str(against) if against is not None else "",
+        owners={name: protocol.owner_role(status, name)
+                for name, m in snap.desired.monitors.items() if m.owners})
     return plan_mod.make(snap.desired, running, basis, allow_mass_stop=allow_mass_stop)
 
 

@@ -17,6 +17,7 @@ from reconciler.client import control as client
 from reconciler.conditions import registry as condition_registry
 from reconciler.conditions.spec import Condition
 from reconciler.config import generation
+from reconciler.daemon import protocol
 from reconciler.model import ActionSpec, Monitor, MonitorName
 from reconciler.state import direrrors
 from reconciler.state import registry as registry_mod
@@ -160,6 +161,8 @@ def _rows(cfg: settings.Settings, status: Mapping[str, Any] | None) -> dict[str,
         owner = (placed.owner or ("this device" if placed.runs_here else "-")) if placed \
             else cfg.device
         where = placed.reason if placed else ""
+        if monitor.owners and placed is not None and placed.runs_here:
+            owner = protocol.owner_role(status, name)
         error = invalid.get(name)
         why = excluded.get(name)
         note = duplicates.get(name) or (why.reason if why and why.kind == "duplicate" else None)
@@ -202,7 +205,8 @@ def _rows(cfg: settings.Settings, status: Mapping[str, Any] | None) -> dict[str,
                    "generation": status.get("generation") if status else reg.generation,
                    "held": status.get("held") if status else [],
                    "settingsMismatch": client.settings_mismatch(cfg, status),
-                   "git": (status.get("git") if status else None) or reg.git},
+                   "git": (status.get("git") if status else None) or reg.git,
+                   "owners": status.get("owners") if status else None},
         "problems": list(snap.errors),
         "storeProblems": list(store.problems),
         "monitors": out,

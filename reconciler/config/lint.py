@@ -140,6 +140,8 @@ def _run(settings: Settings, paths: Sequence[Path] | None, *, now: datetime | No
         extra = [*repochecks.ignored_entries(settings), *repochecks.system_modified(settings),
                  *repochecks.unknown_devices(settings, result.monitors,
                                              positions=result.positions),
+                 *repochecks.owners_problems(settings, result.monitors,
+                                             positions=result.positions),
                  *layer_problems(settings), *fleet]
         return LintReport(sorted([*result.problems, *extra]), result.files)
     # monitors.toml and the fleet file are checked whatever the paths (the caller adds

@@ -214,6 +214,8 @@ def _placement(doc: yamlload.Document) -> dict[str, tuple[int, int]]:
     nodes: list[tuple[str | int, ...]] = [("device",)] if "device" in data else []
     devices = data.get("devices")
     nodes += [("devices", i) for i in range(len(devices) if isinstance(devices, list) else 0)]
+    owners = data.get("owners")
+    nodes += [("owners", i) for i in range(len(owners) if isinstance(owners, list) else 0)]
     source = data.get("source")
     if isinstance(source, dict) and "device" in source:
         nodes.append(("source", "device"))

@@ -122,6 +122,7 @@ def monitor(
         overlay=overlay,
         device=DeviceName(placement["device"]) if placement.get("device") else None,
         devices=tuple(DeviceName(d) for d in placement.get("devices") or ()),
+        owners=tuple(DeviceName(d) for d in placement.get("owners") or ()),
         shared_input=doc.get("sharedInput"),
         rate_limit=RateLimit(int(rate["max"]), durations.parse(rate["per"])) if rate else None,
         labels=_map(doc.get("labels")),

@@ -66,6 +66,10 @@ RULES: dict[str, str] = {
     "ignored-path": "a layer holds a sub-directory, a dangling symlink, or a symlink to (or "
                     "a) device, FIFO or socket named *.yml: the loader never reads it",
     "unknown-device": "a device source or owner pin names a device the fleet file lacks",
+    "owners-without-etcd": "a monitor names failover owners (owners:) but monitors.toml "
+                           "has no [etcd] to take their leases in",
+    "owners-unpolled": "a monitor with failover owners (owners:) has a stream or push "
+                       "source: only polls are admitted by the lease, so it never fires",
     "bad-address": "a fleet device's address or [http] listen is not host:port (port 1-65535)",
     "bad-url": "a url does not parse (bad port, bad IPv6 literal, no host)",
     "system-modified": "a file in the pull-only system/ layer differs from what `monitors "

@@ -163,6 +163,45 @@ def unknown_devices(settings: Settings, monitors: Mapping[MonitorName, Monitor],
     return out
 
 
+def owners_problems(settings: Settings, monitors: Mapping[MonitorName, Monitor], *,
+                    positions: Mapping[Path, Mapping[str, tuple[int, int]]] | None = None,
+                    ) -> list[Problem]:
+    """Errors for monitors naming failover owners (``owners:``) that could never run:
+    rule ``owners-without-etcd`` when ``monitors.toml`` has no ``[etcd]`` (no device
+    could take the lease), at the ``owners`` list; rule ``owners-unpolled`` when the
+    source is a stream or a push source (only a poll is admitted by the lease), at
+    ``source.type``."""
+    owned = sorted((m for m in monitors.values() if m.owners), key=lambda m: m.name)
+    if not owned:
+        return []
+    from reconciler.sources import registry as source_types  # here: loaded when used
+
+    no_etcd = not settings.section("etcd")
+    out: list[Problem] = []
+    for m in owned:
+        file = files.display(m.origin)
+        known = (positions or {}).get(m.origin) or {}
+        doc = None
+        if no_etcd:
+            found = known.get("owners.0")
+            if found is None:
+                doc, _ = yamlload.load(m.origin, file=file)
+                found = doc.position(("owners", 0)) if doc is not None else (1, 1)
+            out.append(P.error(file, found[0], found[1], "owners",
+                               "owners needs [etcd] in monitors.toml (endpoints of the etcd "
+                               "cluster that holds the leases); without it no device runs "
+                               "this monitor", "owners-without-etcd"))
+        if source_types.is_stream(m) or source_types.is_pushed(m):
+            if doc is None:
+                doc, _ = yamlload.load(m.origin, file=file)
+            found = doc.position(("source", "type")) if doc is not None else (1, 1)
+            out.append(P.error(file, found[0], found[1], "source.type",
+                               f"a {m.source_type} source is not polled, and owners (failover "
+                               "on an etcd lease) admits only polls: it would never fire; "
+                               "use a polled source or device/devices", "owners-unpolled"))
+    return out
+
+
 def _pins(overlay: Path) -> bool:
     doc, _ = yamlload.load(overlay, file=files.display(overlay))
     return doc is not None and isinstance(doc.data, dict) and "pin" in doc.data

@@ -58,7 +58,7 @@ class Desired(Protocol):
     overlays: dict[MonitorName, Overlay]
 
 
-_COMPARED = ("fingerprint", "enabled", "device", "devices", "shared_input", "rate_limit",
+_COMPARED = ("fingerprint", "enabled", "device", "devices", "owners", "shared_input", "rate_limit",
              "labels", "allow_duplicate")
 
 

@@ -274,13 +274,19 @@ def _translate(doc: Document, kind: schemas.Kind, err: Any, path: Path_,
     if name == "pattern":
         last = str(next((s for s in reversed(path) if isinstance(s, str)), ""))
         explain = _PATTERN_HINTS.get(last)
-        if explain is None and (last in ("device", "devices") or "device" in schema_path):
+        if explain is None and (last in ("device", "devices", "owners") or "device" in schema_path):
             explain = _PATTERN_HINTS["device"]
         if explain is None and str(last) == "url":
             explain = f"must match {detail.get('pattern')}"
         message = f"{_short(value)}: {explain}" if explain else (
             f"{_short(value)} does not match {detail.get('pattern')}")
         return [P.error(file, line, col, field, message, "schema")]
+    if name == "not" and not path and kind == "monitor" and isinstance(value, dict) \
+            and "owners" in value:
+        line, col = doc.position(("owners",), key=True)
+        return [P.error(file, line, col, "owners",
+                        "owners (failover on an etcd lease) goes alone: not with device "
+                        "or devices", "schema")]
     if name == "not" and not path and kind == "monitor":
         line, col = doc.position(("devices",), key=True)
         return [P.error(file, line, col, "devices",

@@ -57,7 +57,8 @@ UNSET: Final = Unset.TOKEN
 
 TOP_ORDER = (
     "apiVersion", "name", "description", "enabled", "source", "condition", "action",
-    "until", "stopAfter", "stopWhen", "labels", "device", "devices", "sharedInput",
+    "until", "stopAfter", "stopWhen", "labels", "device", "devices", "owners",
+    "sharedInput",
     "rateLimit", "allowDuplicate",
 )
 CONDITION_ORDER = condition_spec.KEYS

@@ -189,6 +189,8 @@ class Engine(Pipeline):
         if entry.commit is not None and not entry.commit.done():
             with contextlib.suppress(Exception):
                 await entry.commit
+        if entry.monitor.owners and self.owners is not None:
+            await self.owners.release(entry.monitor.name)  # a listed device takes it now
         self._first_done(entry, None)
         await asyncio.to_thread(self.store.forget, entry.monitor.name)
 

@@ -431,6 +431,8 @@ class Daemon:
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         parts = self.parts
+        if parts is not None and parts.engine.owners is not None:
+            await parts.engine.owners.close()  # first: a standby takes over at once
         if parts is not None:
             try:
                 await parts.engine.close()

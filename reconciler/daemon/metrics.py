@@ -19,7 +19,14 @@ import datetime as dt
 import time
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, Info, disable_created_metrics
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    Info,
+    disable_created_metrics,
+)
 
 if TYPE_CHECKING:
     from reconciler.events import Event
@@ -57,6 +64,15 @@ DELIVERIES = Counter("monitors_webhook_deliveries", "Webhook deliveries, by prov
                      "outcome (accepted, replayed, unsigned, bad-signature, unknown-secret, "
                      "stale, too-large, unknown-monitor, unwritable).",
                      ["provider", "outcome"], registry=REGISTRY)
+FENCED = Counter("monitors_fenced", "Fires of owners: monitors refused by the fencing check "
+                 "(stale token, or etcd unreachable), by monitor.", ["monitor"],
+                 registry=REGISTRY)
+ETCD_UP = Gauge("monitors_etcd_up", "1 while etcd answers this daemon (failover owners: "
+                "[etcd] set), 0 while it does not: owners: monitors fire nowhere then.",
+                registry=REGISTRY)
+OWNER_HOLDER = Gauge("monitors_owner_holder", "1 while this device holds the etcd key of "
+                     "the owners: monitor (it polls and fires), 0 while it stands by.",
+                     ["monitor"], registry=REGISTRY)
 BUILD = Info("monitors_build", "The monitors version this daemon runs.", registry=REGISTRY)
 
 
@@ -116,6 +132,21 @@ def fire_finished(monitor: Monitor, event: Event, status: object) -> None:
 def delivery(provider: str, outcome: str) -> None:
     """Count one webhook delivery's outcome (``daemon.deliveries``, ``server.hooks``)."""
     DELIVERIES.labels(provider, outcome).inc()
+
+
+def fenced(monitor: str) -> None:
+    """A fire of the ``owners:`` monitor ``monitor`` was refused by the fencing check."""
+    FENCED.labels(monitor).inc()
+
+
+def etcd_reachable(up: bool) -> None:
+    """etcd answered (``True``) or did not (``False``) the last request of the leases."""
+    ETCD_UP.set(1 if up else 0)
+
+
+def holding(monitor: str, held: bool) -> None:
+    """This device holds (``True``) or stands by for (``False``) ``monitor``'s etcd key."""
+    OWNER_HOLDER.labels(monitor).set(1 if held else 0)
 
 
 def reconciled(duration: float, result: str) -> None:

@@ -93,6 +93,9 @@ class Operations:
             "endpoints": dict(self.endpoints),
             "streams": ({str(n): link for n, link in rec.parts.engine.links.items()}
                         if rec.parts is not None else {}),
+            "owners": (rec.parts.engine.owners.snapshot()
+                       if rec.parts is not None and rec.parts.engine.owners is not None
+                       else None),
         }
 
     async def first_polls(self, names: list[MonitorName], timeout: float

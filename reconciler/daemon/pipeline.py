@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import re
 from collections.abc import Mapping
@@ -34,6 +35,7 @@ from reconciler.sources import registry as source_types
 from reconciler.state import store as store_mod
 
 if TYPE_CHECKING:
+    from reconciler.daemon import leases
     from reconciler.sources.context import SourceContext
 
 log = logging.getLogger("monitors.engine")
@@ -53,6 +55,7 @@ class Pipeline:
     _first_flush: asyncio.Future[None] | None
     _first_names: list[MonitorName]
     _scheduler: Any
+    owners: leases.Owners | None = None  # failover owners' leases (``[etcd]``), or None
 
     @property
     def links(self) -> dict[MonitorName, dict[str, str | None]]:
@@ -105,6 +108,8 @@ class Pipeline:
 
     async def _poll(self, entry: Entry) -> PollResult:
         monitor = entry.monitor
+        if monitor.owners and not await self._admitted(entry):
+            return PollResult(monitor.name, error="standby")
         started = self.clock.monotonic()
         try:
             # Every source enforces its own ``timeout`` (no second timer per poll here).
@@ -244,6 +249,10 @@ class Pipeline:
         state = {**decision.state, "updatedAt": store_mod.iso(at)}
         if event is not None:
             state.update(lastEventId=event.id, lastFiredAt=event.fired_at)
+        if entry.monitor.owners:
+            event = await self._fenced(entry, state, event)
+            if entry.token is None:
+                return PollResult(entry.monitor.name, error="fenced: not fired")
         try:
             await asyncio.to_thread(self._commit, entry.monitor.name, state, event, at)
         except errors.StateError as e:
@@ -285,6 +294,42 @@ class Pipeline:
         if monitor.lifecycle is not None:
             await self._life_after(entry, observation.text, event is not None)
         return PollResult(monitor.name, observation, decision, event, error)
+
+    async def _admitted(self, entry: Entry) -> bool:
+        """Before polling an ``owners:`` monitor: does this device hold its etcd key?
+        When it has just taken it, continue from the state stored in etcd. A standby
+        resolves its first poll (there is nothing to wait for)."""
+        entry.token = None
+        if self.owners is None:
+            admission = None
+        else:
+            admission = await self.owners.admit(entry.monitor.name)
+        if admission is None or not admission.run:
+            self._first_done(entry, FirstPoll(True))
+            return False
+        entry.token = admission.token
+        if admission.state is not None:
+            entry.previous = dict(admission.state)
+        return True
+
+    async def _fenced(self, entry: Entry, state: Mapping[str, Any],
+                      event: events.Event | None) -> events.Event | None:
+        """The fencing check of an ``owners:`` monitor, with the state written to etcd
+        in the same transaction (``leases.Owners.commit``). Returns the event carrying
+        the token; on refusal ``entry.token`` is None, nothing is stored or fired."""
+        from reconciler.daemon import leases
+
+        token, owners = entry.token, self.owners
+        try:
+            if owners is None or token is None:
+                raise leases.Fenced("not fired: no fencing token")
+            await owners.commit(entry.monitor.name, state, token=token)
+        except leases.Fenced as e:
+            entry.token = None
+            metrics.fenced(entry.monitor.name)
+            log.warning("%s: %s", entry.monitor.name, e)
+            return None
+        return None if event is None else dataclasses.replace(event, fencing_token=token)
 
     def _commit(self, name: str, state: Mapping[str, Any], event: events.Event | None,
                 at: float) -> None:

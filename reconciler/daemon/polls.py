@@ -145,6 +145,7 @@ class Entry:
     link: tuple[str, str | None] | None = None
     """A connection stream's state (``ws``): ``("connected", None)`` or
     ``("reconnecting", last error)``; None for other monitors."""
+    token: int | None = None  # an owners monitor's fencing token for this poll
 
 
 @dataclass

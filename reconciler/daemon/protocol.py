@@ -282,6 +282,10 @@ class StatusReply(TypedDict):
     endpoints: NotRequired[dict[str, str]]
     streams: NotRequired[dict[str, dict[str, str | None]]]
     """What else the daemon serves: ``{"http": "http://127.0.0.1:8765"}`` (bound address)."""
+    owners: NotRequired[dict[str, Any] | None]
+    """Failover owners (``daemon.leases.Owners.snapshot``): etcd's reachability and, per
+    ``owners:`` monitor, this device's role, the holder and the fencing token; None
+    without ``[etcd]``."""
 
 
 class AppliedReply(TypedDict):
@@ -340,3 +344,21 @@ Reply = (StatusReply | ReconcileReply | FirstPollsReply | EvaluateNowReply
 def error(message: str) -> ErrorReply:
     """The reply for a failed request."""
     return {"ok": False, "error": message}
+
+
+def owner_role(status: Mapping[str, Any] | None, name: str) -> str:
+    """An ``owners:`` monitor's role on this device from the daemon's ``status`` reply
+    (``StatusReply.owners``), for list, view and plan:
+    ``holder: a``, ``standby (holder: a)``, ``standby (etcd unreachable)``, or
+    ``standby`` before the daemon first asked etcd, ``standby (no [etcd])`` without
+    ``[etcd]``, ``-`` without a daemon."""
+    if status and status.get("owners") is None:
+        return "standby (no [etcd])"
+    owners = (status or {}).get("owners") or {}
+    seat = (owners.get("monitors") or {}).get(name)
+    if seat is None:
+        return "standby" if status else "-"
+    if seat.get("role") == "unreachable":
+        return "standby (etcd unreachable)"
+    holder = seat.get("holder") or "none"
+    return f"holder: {holder}" if seat.get("role") == "holder" else f"standby (holder: {holder})"

@@ -8,6 +8,9 @@ monitor                              runs on
 ===================================  =============================================
 ``device: X`` (file or pin overlay)  X only (the owner)
 ``devices: [A, B]``                  each listed device, independently
+``owners: [A, B, C]``                each listed device stands by; the one holding
+                                     the monitor's etcd lease evaluates and fires
+                                     it (``daemon.leases``)
 unpinned user monitor                every device
 unpinned system built-in,            every device
 ``sharedInput: false``
@@ -62,6 +65,12 @@ def owner_decision(monitor: Monitor, *, device: str, fleet: fleet_mod.Fleet) -> 
         owner = str(monitor.device)
         here = owner == device
         return Placement(here, owner, f"pinned to {owner}")
+    if monitor.owners:
+        listed = ", ".join(monitor.owners)
+        if device in monitor.owners:
+            return Placement(True, None, f"failover owners ({listed}): runs here while "
+                             "this device holds the etcd lease")
+        return Placement(False, None, f"failover owners exclude this device ({listed})")
     if monitor.devices:
         listed = ", ".join(monitor.devices)
         if device in monitor.devices:

@@ -17,7 +17,7 @@ a rate-limit auto-pause) are neither counted nor held.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,8 @@ class Basis:
             ``lastAppliedRevision``, ``error``), else None.
         against: what the running state was read from when not this device's
             daemon (``plan --against FILE``: the file), else "".
+        owners: ``owners:`` monitors desired here -> this device's role from the
+            daemon (``holder: a``, ``standby (holder: a)``; ``daemon.protocol.owner_role``).
     """
 
     device: str
@@ -70,6 +72,7 @@ class Basis:
     settings_digest: str = ""
     git: Mapping[str, Any] | None = None
     against: str = ""
+    owners: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +97,7 @@ class Plan:
             ``plan`` exits 1 when there is one (Terraform: errors -> 1).
         settings_digest: the digest of the monitors.toml the plan was made with
             (``client.control.settings_digest``); empty when not known.
-        git, against: as ``Basis``.
+        git, against, owners: as ``Basis``.
     """
 
     changes: tuple[Change, ...]
@@ -115,6 +118,7 @@ class Plan:
     settings_digest: str = ""
     git: Mapping[str, Any] | None = None
     against: str = ""
+    owners: Mapping[str, str] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         """Change kind -> number of changes (every action present, held stops included)."""
@@ -190,6 +194,7 @@ class Plan:
             "lastAppliedRevision": (self.git or {}).get("lastAppliedRevision"),
             "lastAttemptedRevision": (self.git or {}).get("lastAttemptedRevision"),
             "against": self.against or None,
+            "owners": dict(self.owners),
         }
 
 
@@ -254,4 +259,5 @@ def make(desired: Desired, running: Mapping[MonitorName, Monitor], basis: Basis,
         settings_digest=basis.settings_digest,
         git=basis.git,
         against=basis.against,
+        owners=basis.owners,
     )

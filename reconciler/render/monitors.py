@@ -102,7 +102,9 @@ def listing(data: dict[str, Any], *, wide: bool = False, width: int | None = Non
         for m, line in zip(data["monitors"], table[1:], strict=True):
             lines.append(line)
             detail = m["livenessText"]
-            if m["owner"] not in ("this device", "-", ""):
+            if m["owner"].startswith(("holder:", "standby")):
+                detail += f" · {m['owner']}"
+            elif m["owner"] not in ("this device", "-", ""):
                 detail += f" · owner {m['owner']}"
             lines.extend(_wrap(detail, width, "    "))
     daemon = data["daemon"]
@@ -116,6 +118,10 @@ def listing(data: dict[str, Any], *, wide: bool = False, width: int | None = Non
         lines.append(f"The daemon is not running on {data['device']} (`monitors apply` or "
                      "`monitors run` starts it).")
     lines.extend(git_lines(daemon.get("git")))
+    etcd = (daemon.get("owners") or {}).get("etcd") or {}
+    if etcd and not etcd.get("up"):
+        lines.append(f"ETCD DOWN: owners monitors fire nowhere until it is back: "
+                     f"{etcd.get('error')}")
     for held in daemon.get("held") or []:
         lines.append(f"HELD: {held.get('action')} {held.get('name')}: {held.get('reason')}")
     for problem in data["problems"]:

@@ -118,6 +118,11 @@ def text(plan: Plan, *, color: bool = False, show_unchanged: bool = False) -> st
         out.extend(change_lines(change, color=color))
     if shown:
         out.append("")
+    if plan.owners:
+        out.append("Failover owners (etcd):")
+        out.extend(terminal.escape(f"    {name}: {role}")
+                   for name, role in sorted(plan.owners.items()))
+        out.append("")
     if plan.excluded:
         out.append("Not run on this device:")
         items = sorted(plan.excluded.items())

@@ -63,7 +63,7 @@ FILE_NAME = "running.json"
 
 # Non-identity fields compared for ``~ update`` (changed in place, baseline kept).
 UPDATE_FIELDS = ("description", "labels", "rateLimit", "scope", "origin", "device", "devices",
-                 "sharedInput", "allowDuplicate", "lifecycle")
+                 "owners", "sharedInput", "allowDuplicate", "lifecycle")
 
 
 def monitor_to_json(monitor: Monitor) -> dict[str, Any]:
@@ -94,6 +94,7 @@ def _other_fields(monitor: Monitor) -> dict[str, Any]:
         "overlay": None if monitor.overlay is None else str(monitor.overlay),
         "device": monitor.device,
         "devices": list(monitor.devices),
+        "owners": list(monitor.owners),
         "sharedInput": monitor.shared_input,
         "rateLimit": None if monitor.rate_limit is None else {"max": monitor.rate_limit.max,
                                                               "per": monitor.rate_limit.per},
@@ -128,6 +129,7 @@ def monitor_from_json(doc: Mapping[str, Any]) -> Monitor:
         overlay=Path(doc["overlay"]) if doc.get("overlay") else None,
         device=DeviceName(doc["device"]) if doc.get("device") else None,
         devices=tuple(DeviceName(d) for d in doc.get("devices") or ()),
+        owners=tuple(DeviceName(d) for d in doc.get("owners") or ()),
         shared_input=doc.get("sharedInput"),
         rate_limit=None if not rate else RateLimit(int(rate["max"]), float(rate["per"])),
         labels={str(k): str(v) for k, v in (doc.get("labels") or {}).items()},

@@ -158,3 +158,24 @@ def test_a_repository_path_that_is_not_utf8_is_refused_in_one_line(tmp_path: Pat
     assert r.output.strip().splitlines() == [
         f"error: {tmp_path}/\\xferepo: the repository path is not valid UTF-8; rename or "
         f"move the repository"]
+
+
+def test_owners_without_etcd_is_an_error_at_the_owners_list(repo: Repo) -> None:
+    repo.write("monitors.d/shared.yml", "source: {type: file, path: x}\n" + NOTIFY
+               + "owners: [a, b]\n")
+    code, problems = lint_json(repo)
+    assert [(p["rule"], p["severity"], p["line"], p["field"]) for p in problems] == [
+        ("owners-without-etcd", "error", 3, "owners")]
+    assert code == 1
+    repo.write("monitors.toml", "[etcd]\nendpoints = [\"http://127.0.0.1:2379\"]\n")
+    assert lint_json(repo) == (0, [])
+
+
+def test_owners_with_a_stream_source_is_an_error_at_its_type(repo: Repo) -> None:
+    repo.write("monitors.toml", "[etcd]\nendpoints = [\"http://127.0.0.1:2379\"]\n")
+    repo.write("monitors.d/tail.yml", "source:\n  type: command\n  command: [echo, hi]\n"
+               + NOTIFY + "owners: [a, b]\n")
+    code, problems = lint_json(repo)
+    assert [(p["rule"], p["line"], p["field"]) for p in problems] == [
+        ("owners-unpolled", 2, "source.type")]
+    assert code == 1

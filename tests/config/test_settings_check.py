@@ -113,8 +113,24 @@ def test_every_documented_key_is_valid(tmp_path: Path) -> None:
         path = "monitors/"
         [daemon]
         resync = "60s"
+        [etcd]
+        endpoints = ["https://etcd-1:2379", "https://etcd-2:2379"]
+        prefix = "/monitors/"
+        ttl = "10s"
+        caFile = "tls/ca.pem"
+        certFile = "tls/client.pem"
+        keyFile = "tls/client.key"
+        username = "monitors"
+        password = "${ETCD_PASSWORD}"
         """.replace("        ", ""))
     assert settings_check.settings_problems(cfg) == []
+
+
+def test_etcd_needs_endpoints_and_a_duration_ttl(tmp_path: Path) -> None:
+    cfg = _cfg(tmp_path, '[etcd]\nttl = "10 s"\nendpoint = ["x"]\n')
+    found = {(p.field, p.rule) for p in settings_check.settings_problems(cfg)}
+    assert ("etcd.ttl", "bad-duration") in found
+    assert ("etcd.endpoint", "unknown-field") in found
 
 
 def test_wrong_values_are_reported_at_the_value(tmp_path: Path) -> None:
@@ -208,7 +224,7 @@ def test_settings_schema_is_shipped_and_valid_draft_2020_12() -> None:
     assert doc["additionalProperties"] is False
     assert set(doc["properties"]) == {"device", "stateDir", "layers", "fleet", "agents",
                                       "routines", "channels", "owner", "system", "daemon",
-                                      "git", "http"}
+                                      "git", "http", "etcd"}
 
 
 @pytest.mark.parametrize(("text", "where"), [
