@@ -95,6 +95,10 @@ _SETTINGS = """\
 # [git]                        # git mode: run what a commit holds, not the working tree
 # ref = "origin/main"
 # fetch = "1m"
+
+# [etcd]                       # failover owners (owners: [a, b]): leases held in etcd
+# endpoints = ["http://127.0.0.1:2379"]
+# ttl = "10s"
 """
 
 
