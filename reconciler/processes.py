@@ -25,25 +25,34 @@ Rules:
   ``start_time`` (field 22 of ``/proc/<pid>/stat``, clock ticks since boot; see
   proc(5)) tells a reused pid from the process first seen with it.
 
-Spawns use the default asyncio loop (uvloop forks and spawned far slower with a
-large parent, measured). On Python 3.11 its default child watcher starts one thread
-per child (``ThreadedChildWatcher``; the main thread waits for each to start);
-``use_pidfd_watcher`` swaps in ``asyncio.PidfdChildWatcher`` (Linux 5.3+), which
-Python 3.12 uses by default.
+``spawn`` starts each child (``subprocess.Popen``, which uses vfork here) on one of
+``SPAWN_THREADS`` threads: the caller waits until the child has exec'd, 1-2 ms, so
+a burst of starts on the event loop thread ran one after another and stalled every
+other task (``run --once`` on 100 command monitors: measured in
+``bench/once_vs_urlwatch.py``). The running loop then reads the pipes
+(``connect_read_pipe``) and hears of the exit through a pidfd (Linux 5.3+; one
+waiting thread per child without). uvloop forked and spawned far slower with a
+large parent (measured). Other children of asyncio (``create_subprocess_exec``)
+use its child watcher: on Python 3.11 one thread per child
+(``ThreadedChildWatcher``); ``use_pidfd_watcher`` swaps in
+``asyncio.PidfdChildWatcher`` (Linux 5.3+), which Python 3.12 uses by default.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import os
 import signal
+import subprocess
 import sys
+import threading
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import IO, Protocol
 
 PID_MAX = 4194304
 """Linux's largest ``pid_max`` (``kernel/pid.c``: ``PID_MAX_LIMIT``)."""
@@ -81,39 +90,96 @@ tracker: Tracker | None = None
 """Set by the daemon while it runs (``daemon.orphans``); None: nothing is told."""
 
 
-class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
-    """The stream protocol plus a future set when the process exits (pipes may stay open)."""
+SPAWN_THREADS = 4
+"""Threads that start children (``spawn``). Starting one blocks its caller until the
+child has exec'd (vfork, about 1-2 ms each here): on the event loop that serialises a
+burst of first polls and stalls every other task; on a few threads they overlap."""
 
-    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
-        super().__init__(limit=limit, loop=loop)
-        self.exited: asyncio.Future[None] = loop.create_future()
+_spawner: concurrent.futures.ThreadPoolExecutor | None = None
 
-    def process_exited(self) -> None:
-        super().process_exited()
-        if not self.exited.done():
-            self.exited.set_result(None)
+
+def _spawn_pool() -> concurrent.futures.ThreadPoolExecutor:
+    global _spawner
+    if _spawner is None:
+        _spawner = concurrent.futures.ThreadPoolExecutor(SPAWN_THREADS, "spawn")
+    return _spawner
 
 
 @dataclass(eq=False)
 class Child:
-    """A started command: the asyncio ``Process`` and a future done at its exit."""
+    """A started command: its ``Popen``, stream readers on its pipes, and a future done
+    at its exit (set by the event loop; the pipes may stay open longer).
 
-    proc: asyncio.subprocess.Process
+    ``stderr`` is None when stderr was merged into stdout.
+    """
+
+    popen: subprocess.Popen[bytes]
+    stdout: asyncio.StreamReader
+    stderr: asyncio.StreamReader | None
     exited: asyncio.Future[None]
+    pipes: list[asyncio.BaseTransport] = field(default_factory=list)
+    pidfd: int | None = None
 
     @property
     def pid(self) -> int:
         """The child's pid, which is also its process group id."""
-        return self.proc.pid
+        return self.popen.pid
 
     async def wait_exit(self) -> int:
         """The exit code (negative: the signal), as soon as the direct child exits."""
         await asyncio.shield(self.exited)
-        code = self.proc.returncode
-        if code is None:
-            transport = getattr(self.proc, "_transport", None)
-            code = transport.get_returncode() if transport is not None else None
+        code = self.popen.returncode
         return -1 if code is None else int(code)
+
+
+def _popen(argv: Sequence[str], cwd: str | None, env: Mapping[str, str] | None,
+           stderr: int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr,
+        cwd=cwd, env=dict(env) if env is not None else None, start_new_session=True)
+
+
+def _watch_exit(child: Child, loop: asyncio.AbstractEventLoop) -> None:
+    """Set ``child.exited`` once the child exits and is reaped: a pidfd read by the
+    event loop (Linux 5.3+; ``child.pidfd`` until then), else one waiting thread."""
+    try:
+        fd = os.pidfd_open(child.pid)
+    except (AttributeError, OSError):  # no pidfd: an older kernel or a seccomp filter
+        _reap_in_thread(child.popen, loop, child.exited)
+        return
+
+    def readable() -> None:
+        _unwatch(child, loop)
+        if child.popen.poll() is not None and not child.exited.done():
+            child.exited.set_result(None)
+
+    child.pidfd = fd
+    loop.add_reader(fd, readable)
+
+
+def _unwatch(child: Child, loop: asyncio.AbstractEventLoop) -> None:
+    if child.pidfd is not None:
+        if not loop.is_closed():
+            loop.remove_reader(child.pidfd)
+        os.close(child.pidfd)
+        child.pidfd = None
+
+
+def _reap_in_thread(popen: subprocess.Popen[bytes], loop: asyncio.AbstractEventLoop,
+                    exited: asyncio.Future[None] | None) -> None:
+    """Wait for ``popen`` on a thread of its own (it reaps even after the loop closed),
+    then set ``exited`` on the loop when given and still open."""
+
+    def done() -> None:
+        if exited is not None and not exited.done():
+            exited.set_result(None)
+
+    def wait() -> None:
+        popen.wait()
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(done)
+
+    threading.Thread(target=wait, name=f"reap-{popen.pid}", daemon=True).start()
 
 
 async def spawn(
@@ -127,6 +193,10 @@ async def spawn(
     """Start ``argv`` (no shell) in a new session: stdin /dev/null, stdout piped, stderr
     piped (or ``asyncio.subprocess.STDOUT``: merged into stdout).
 
+    The child is started on one of ``SPAWN_THREADS`` threads, so a burst of starts
+    overlaps and never blocks the event loop; its pipes and its exit are then watched
+    by the running loop.
+
     Args:
         cwd: working directory, None for this process's.
         env: the complete child environment; None: this process's own (inherited).
@@ -137,31 +207,49 @@ async def spawn(
         ValueError, TypeError: a NUL byte or ``=`` in ``env``, ``cwd`` or ``argv``.
     """
     loop = asyncio.get_running_loop()
-    size = max(limit, CHUNK)
-    starting = asyncio.ensure_future(loop.subprocess_exec(
-        lambda: _Protocol(size, loop),
-        *argv,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=stderr,
-        cwd=cwd,
-        env=dict(env) if env is not None else None,
-        start_new_session=True,
-    ))
+    starting = loop.run_in_executor(_spawn_pool(), _popen, argv, cwd, env, stderr)
     try:
         # Shielded: a cancel arriving while the child is being set up must not leave it
-        # running. asyncio would kill only the direct child (``sh``), and
-        # ``sh -c "sleep 100; ..."`` may already have started ``sleep`` in its group.
-        transport, protocol = await asyncio.shield(starting)
+        # running (``sh -c "sleep 100; ..."`` may already have started ``sleep`` in
+        # its group): once it exists, its group is killed and its pipes closed.
+        popen = await asyncio.shield(starting)
     except asyncio.CancelledError:
         with contextlib.suppress(BaseException):
-            transport, _ = await starting
-            _killpg(transport.get_pid(), signal.SIGKILL)
-            transport.close()
+            popen = await starting
+            _killpg(popen.pid, signal.SIGKILL)
+            _close_files(popen)
+            _reap_in_thread(popen, loop, None)
         raise
     if tracker is not None:
-        tracker.started(transport.get_pid())
-    return Child(asyncio.subprocess.Process(transport, protocol, loop), protocol.exited)
+        tracker.started(popen.pid)
+    exited: asyncio.Future[None] = loop.create_future()
+    size = max(limit, CHUNK)
+    child = Child(popen, asyncio.StreamReader(size, loop), None, exited)
+    _watch_exit(child, loop)
+    try:
+        await _connect(loop, child, child.stdout, popen.stdout)
+        if popen.stderr is not None:
+            child.stderr = asyncio.StreamReader(size, loop)
+            await _connect(loop, child, child.stderr, popen.stderr)
+    except BaseException:
+        _killpg(popen.pid, signal.SIGKILL)
+        close(child)
+        raise
+    return child
+
+
+async def _connect(loop: asyncio.AbstractEventLoop, child: Child,
+                   reader: asyncio.StreamReader, pipe: IO[bytes] | None) -> None:
+    assert pipe is not None  # spawn pipes stdout (and stderr unless merged)
+    transport, _ = await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe)
+    child.pipes.append(transport)
+
+
+def _close_files(popen: subprocess.Popen[bytes]) -> None:
+    for pipe in (popen.stdout, popen.stderr):
+        if pipe is not None:
+            pipe.close()
 
 
 def _killpg(pgid: int, sig: signal.Signals) -> None:
@@ -176,9 +264,20 @@ def kill_group(child: Child, sig: signal.Signals = signal.SIGKILL) -> None:
 
 def close(child: Child) -> None:
     """Release ``child``'s pipes (and kill it if it still runs). Idempotent."""
-    transport = getattr(child.proc, "_transport", None)
-    if transport is not None:
+    popen, loop = child.popen, child.exited.get_loop()
+    if popen.poll() is None:  # still running, or not yet reaped
+        with contextlib.suppress(ProcessLookupError):
+            popen.kill()
+        if child.pidfd is not None:  # reaped on a thread: the loop may close first
+            _unwatch(child, loop)
+            _reap_in_thread(popen, loop, child.exited)
+    elif child.pidfd is not None:
+        _unwatch(child, loop)
+        if not child.exited.done():
+            child.exited.set_result(None)
+    for transport in child.pipes:
         transport.close()
+    _close_files(child.popen)  # those not handed to a transport yet
     if tracker is not None:
         tracker.ended(child.pid)
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
+import threading
+from typing import Any
 
 import pytest
 
@@ -72,7 +75,7 @@ print(used, type(asyncio.get_child_watcher()).__name__ if used else "-",
 """
 
 
-def test_pidfd_watcher_reaps_children_without_a_thread_each() -> None:
+def test_children_are_reaped_without_a_thread_each() -> None:
     done = subprocess.run([sys.executable, "-c", PIDFD_CHILDREN], capture_output=True,
                           text=True, timeout=60, cwd=os.path.dirname(os.path.dirname(
                               os.path.abspath(__file__))))
@@ -80,4 +83,32 @@ def test_pidfd_watcher_reaps_children_without_a_thread_each() -> None:
     used, watcher, exit_codes_ok, threads = done.stdout.split()
     assert exit_codes_ok == "True"
     if sys.version_info < (3, 12) and hasattr(os, "pidfd_open") and used == "True":
-        assert watcher == "PidfdChildWatcher" and threads == "1"
+        assert watcher == "PidfdChildWatcher"
+    if hasattr(os, "pidfd_open"):  # exits heard through pidfds; only the spawn threads
+        assert int(threads) <= 1 + processes.SPAWN_THREADS
+
+
+def test_children_start_off_the_event_loop_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A burst of starts must not run one after another on the loop thread (each
+    blocks its caller until the child exec'd)."""
+    starters: list[str] = []
+    real = subprocess.Popen
+
+    def popen(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        starters.append(threading.current_thread().name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
+
+    async def main() -> list[tuple[int, bytes]]:
+        children = await asyncio.gather(*(
+            processes.spawn(["sh", "-c", f"echo {i}; exit {i}"], cwd=None, env=None)
+            for i in range(8)))
+        try:
+            return [(await c.wait_exit(), await c.stdout.read()) for c in children]
+        finally:
+            for c in children:
+                processes.close(c)
+
+    assert asyncio.run(main()) == [(i, f"{i}\n".encode()) for i in range(8)]
+    assert len(starters) == 8 and threading.main_thread().name not in starters

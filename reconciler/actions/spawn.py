@@ -99,10 +99,7 @@ async def execute(
 
     async def read() -> None:
         nonlocal total
-        stream = child.proc.stdout
-        if stream is None:  # cannot happen: spawn pipes stdout; never assert at runtime
-            return
-        while chunk := await stream.read(_CHUNK):
+        while chunk := await child.stdout.read(_CHUNK):
             total += len(chunk)
             room = max_bytes - len(kept)
             if room > 0:

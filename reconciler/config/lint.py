@@ -157,7 +157,8 @@ def _run(settings: Settings, paths: Sequence[Path] | None, *, now: datetime | No
                    if p.is_dir()]
     result = loader.load(settings, paths=[*layer_files, *present], now=now, jobs=None,
                          action_check=action_check, cache=cache)
-    shown = {files.display(f) for f in wanted}
+    cwd = Path.cwd()  # once: ``display`` would ask the OS for it per file
+    shown = {files.display(f, cwd) for f in wanted}
     problems = [p for p in result.problems if p.file in shown]
     problems += [P.error(str(p), 1, 1, "", "no such file or directory", "unreadable")
                  for p in missing]

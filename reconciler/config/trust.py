@@ -152,7 +152,8 @@ def _walk(path: str, root: str) -> tuple[str, list[str]]:
     return current, dirs
 
 
-def problem(path: Path, *, root: Path, uid: int | None = None) -> str | None:
+def problem(path: Path, *, root: Path, uid: int | None = None,
+            seen: dict[str, str | None] | None = None) -> str | None:
     """Why ``path`` could have been written by another user, or None when it is safe.
 
     Args:
@@ -161,6 +162,9 @@ def problem(path: Path, *, root: Path, uid: int | None = None) -> str | None:
         root: the repository root (resolved): directories are checked from it down for
             paths inside it, from ``/`` for symbolic link targets outside it.
         uid: the user running monitors (default: the effective uid).
+        seen: directory -> its clause (or None), filled and reused across calls: one
+            pass over many files (a load) stats each directory once. Start a new dict
+            for each pass, so a changed directory is seen by the next one.
 
     Returns:
         one clause naming the offending file or directory and the fix, or None. A
@@ -173,7 +177,12 @@ def problem(path: Path, *, root: Path, uid: int | None = None) -> str | None:
         if found:
             return found
         for directory in dirs:
-            found = _mode_problem(directory, os.stat(directory), me, directory=True)
+            if seen is not None and directory in seen:
+                found = seen[directory]
+            else:
+                found = _mode_problem(directory, os.stat(directory), me, directory=True)
+                if seen is not None:
+                    seen[directory] = found
             if found:
                 return found
     except OSError:
@@ -181,15 +190,17 @@ def problem(path: Path, *, root: Path, uid: int | None = None) -> str | None:
     return None
 
 
-def file_problem(path: Path, what: str, *, root: Path, uid: int | None = None) -> str | None:
+def file_problem(path: Path, what: str, *, root: Path, uid: int | None = None,
+                 seen: dict[str, str | None] | None = None) -> str | None:
     """The ``unsafe-permissions`` message for the configuration file ``path`` (``what``
     names it: ``monitor file``, ``overlay``, ``monitors.toml``, ``fleet file``) when
     another user could have written it (see ``problem``), else None.
 
     ``refused this monitor file: monitors acts on it as root, and another user could
     change it: the file is world-writable (mode 0666): chmod o-w /r/monitors.d/x.yml``
+    (``seen``: see ``problem``.)
     """
-    found = problem(path, root=root, uid=uid)
+    found = problem(path, root=root, uid=uid, seen=seen)
     if found is None:
         return None
     me = os.geteuid() if uid is None else uid

@@ -161,8 +161,8 @@ async def stream(monitor: Monitor, ctx: SourceContext) -> AsyncGenerator[StreamI
             yield e
         else:
             stderr = process.Tail(process.STDERR_TAIL)
-            drain = asyncio.ensure_future(_drain(child.proc.stderr, stderr))
-            stdout = child.proc.stdout or asyncio.StreamReader()  # always piped by spawn
+            drain = asyncio.ensure_future(_drain(child.stderr, stderr))
+            stdout = child.stdout
             too_long = False
             code = -1
             try:

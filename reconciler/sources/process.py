@@ -184,8 +184,8 @@ async def run(spec: Mapping[str, Any], *, timeout: float, max_bytes: int) -> Com
     started = time.monotonic()
     child = await spawn(spec)
     out, err = Capped(max_bytes), Tail(STDERR_TAIL)
-    stdout = asyncio.ensure_future(_pump_capped(child.proc.stdout, out))
-    readers = [stdout, asyncio.ensure_future(_pump(child.proc.stderr, err))]
+    stdout = asyncio.ensure_future(_pump_capped(child.stdout, out))
+    readers = [stdout, asyncio.ensure_future(_pump(child.stderr, err))]
     try:
         try:
             async with asyncio.timeout(timeout):
@@ -193,7 +193,7 @@ async def run(spec: Mapping[str, Any], *, timeout: float, max_bytes: int) -> Com
                 if out.truncated and not child.exited.done():
                     # Past the cap: drop the rest briefly (it may be about to exit), then
                     # stop it. Endless output is an observation, not a timeout.
-                    readers.append(asyncio.ensure_future(_discard(child.proc.stdout)))
+                    readers.append(asyncio.ensure_future(_discard(child.stdout)))
                     await asyncio.wait([child.exited], timeout=CAP_GRACE)
                     if not child.exited.done():
                         kill_group(child)

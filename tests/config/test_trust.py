@@ -273,3 +273,25 @@ def test_monitors_test_does_not_run_an_unsafe_file(repo: Repo) -> None:
     r = run_cli(["test", "x"], repo=repo)
     assert r.exit_code == 1 and "unsafe-permissions" in r.output
     assert not pwned.exists()
+
+
+def test_one_pass_stats_each_directory_once_and_refuses_every_file_under_a_bad_one(
+        tmp_path: Path) -> None:
+    root = tmp_path.resolve()
+    layer = root / "monitors.d"
+    layer.mkdir()
+    files = [layer / f"m{i}.yml" for i in range(3)]
+    for f in files:
+        f.write_text(POLL)
+        f.chmod(0o644)
+    root.chmod(0o755)
+    layer.chmod(0o755)
+    seen: dict[str, str | None] = {}
+    assert [trust.problem(f, root=root, seen=seen) for f in files] == [None] * 3
+    assert seen == {str(root): None, str(layer): None}
+    layer.chmod(0o777)
+    assert trust.problem(files[0], root=root, seen=seen) is None  # the pass's answer
+    seen = {}  # the next pass sees the change, for every file under it
+    found = [trust.problem(f, root=root, seen=seen) for f in files]
+    assert all(f is not None and f"directory {layer} is world-writable" in f for f in found)
+    layer.chmod(0o755)
