@@ -50,16 +50,17 @@ def command(ctx: click.Context, once: bool, wait: float, resync: float | None,
             log_format: str) -> int:
     """Run the reconciler daemon in the foreground (Ctrl-C stops it cleanly)."""
     from reconciler.daemon import main as daemon_main
+    from reconciler.daemon import options as daemon_options
     from reconciler.daemon import startreport
 
     report = startreport.StartReport.from_env()
     try:
         cfg = ctx.find_root().obj.settings()
-        daemon_main.setup_logging(timestamps=bool(os.environ.get("MONITORS_LOG_TIMESTAMPS")),
+        daemon_options.setup_logging(timestamps=bool(os.environ.get("MONITORS_LOG_TIMESTAMPS")),
                                   level=log_level, fmt=log_format)
-        options = daemon_main.Options(
-            once=once, once_wait=wait or daemon_main.DEFAULT_ONCE_WAIT,
-            resync=resync if resync is not None else daemon_main.resync_seconds(cfg),
+        options = daemon_options.Options(
+            once=once, once_wait=wait or daemon_options.DEFAULT_ONCE_WAIT,
+            resync=resync if resync is not None else daemon_options.resync_seconds(cfg),
             debounce=debounce if debounce is not None else 0.05,
             allow_mass_stop=allow_mass_stop, resync_fixed=resync is not None)
         daemon = daemon_main.Daemon(cfg, options)

@@ -38,20 +38,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import os
 import signal
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from reconciler import errors, processes, redaction, settings, timestamps
-from reconciler.daemon import control, logformat, operations, protocol, sdnotify, watch
+from reconciler.daemon import control, operations, protocol, reload, sdnotify, watch
 from reconciler.daemon import parts as parts_mod
 from reconciler.daemon import reconcile as reconcile_mod
+from reconciler.daemon.options import Options, Service
 from reconciler.model import MonitorName
 from reconciler.state import direrrors
 from reconciler.state import lock as lock_mod
@@ -61,54 +60,9 @@ log = logging.getLogger("monitors.daemon")
 
 T = TypeVar("T")
 
-DEFAULT_ONCE_WAIT = 30.0
 SHUTDOWN_DRAIN = 3.0
 LOCK_CHECK = 2.0
 """Seconds between checks that ``<state>/daemon.lock`` is still the inode this daemon locked."""
-
-
-class Service(Protocol):
-    """Something the daemon serves besides the control socket (the HTTP server,
-    ``server.app.HttpServer``): started once the first reconcile ran and before the
-    ready line, closed at stop before the evaluators."""
-
-    async def start(self) -> None:
-        """Start serving.
-
-        Raises:
-            errors.MonitorsError: it cannot (one line; the daemon exits 1).
-        """
-
-    async def close(self) -> None:
-        """Stop serving (never raises)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Options:
-    """How the daemon runs.
-
-    Attributes:
-        once: one reconcile, one poll of every owned monitor, drain, exit.
-        once_wait: seconds ``--once`` waits for first polls and then for dispatches.
-        resync: seconds between periodic resyncs (``[daemon] resync`` in monitors.toml).
-        debounce: quiet seconds after a file event before reconciling.
-        allow_mass_stop: never hold stops (``--allow-mass-stop``).
-        resync_fixed: ``resync`` came from ``--resync``: a SIGHUP reload keeps it.
-    """
-
-    once: bool = False
-    once_wait: float = DEFAULT_ONCE_WAIT
-    resync: float = watch.DEFAULT_RESYNC
-    debounce: float = watch.DEFAULT_DEBOUNCE
-    allow_mass_stop: bool = False
-    resync_fixed: bool = False  # --resync given: a SIGHUP reload keeps it
-
-
-def setup_logging(*, stream: Any = None, timestamps: bool = True, level: str = "info",
-                  fmt: str = "text") -> None:
-    """One line per event on stderr: ``HH:MM:SS level message`` (full date in a log
-    file), or one JSON object a line (``fmt="json"``); see ``daemon.logformat.setup``."""
-    logformat.setup(stream=stream, timestamps=timestamps, level=level, fmt=fmt)
 
 
 class Daemon:
@@ -267,32 +221,6 @@ class Daemon:
             if self._trigger is not None:
                 self._trigger.poke("SIGHUP")
 
-    async def _reload(self) -> None:
-        """Re-read monitors.toml and the fleet file (SIGHUP) and use them; an invalid
-        file keeps the settings in use. One log line either way (``daemon.reload``)."""
-        from reconciler.daemon import reload
-
-        try:
-            new = await asyncio.to_thread(reload.read, self.cfg)
-        except errors.MonitorsError as e:
-            log.error("%s", reload.describe_error(e))
-            return
-        before = protocol.settings_digest(self.cfg)
-        self.reconciler.cfg = new.cfg
-        try:
-            self.reconciler.follow()
-        except errors.MonitorsError as e:
-            log.error("SIGHUP: %s; keeping the [git] settings in use", e)
-        if self.parts is not None:
-            self.parts.dispatcher.reconfigure(new.actions)
-            self.parts.ctx.settings, self.parts.ctx.fleet = new.cfg, new.fleet
-        if not self.options.resync_fixed:
-            self.options = dataclasses.replace(self.options, resync=new.resync)
-        after = protocol.settings_digest(new.cfg)
-        what = "unchanged" if after == before else f"changed ({after[:19]}...)"
-        kept = f"; needs a restart, not applied: {'; '.join(new.kept)}" if new.kept else ""
-        log.info("SIGHUP: re-read %s: %s; reconciling%s", settings.SETTINGS_FILE, what, kept)
-
     def _watcher(self) -> watch.Watcher:
         """Local mode: the layers, monitors.toml and the fleet file. Git mode: the refs of
         the repository holding the root (a commit or a fetch moves the ref at once) and
@@ -343,7 +271,7 @@ class Daemon:
             if self._reload_requested:
                 self._reload_requested = False
                 self.notifier.reloading()
-                await self._reload()
+                await reload.apply(self)
                 next_resync = now + self.options.resync  # [daemon] resync may have changed
                 trigger = "SIGHUP"
             elif fetch:
@@ -457,20 +385,3 @@ class Daemon:
             log.error("cannot publish running.json at exit: %s", direrrors.state_error(
                 self.cfg.state_dir, e))
         log.info("stopped (%d monitors were running)", len(self.registry.entries))
-
-
-def resync_seconds(cfg: settings.Settings) -> float:
-    """``[daemon] resync`` from monitors.toml (a duration), default 60 s.
-
-    Raises:
-        errors.ConfigError: not a duration.
-    """
-    from reconciler import durations
-
-    raw = cfg.section("daemon").get("resync")
-    if raw is None:
-        return watch.DEFAULT_RESYNC
-    try:
-        return max(1.0, durations.parse(raw))
-    except ValueError as e:
-        raise errors.ConfigError(f"monitors.toml: daemon.resync: {e}") from e

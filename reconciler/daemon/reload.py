@@ -13,10 +13,18 @@ running the old one when the new one is invalid.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reconciler import errors, fleet, settings
+
+if TYPE_CHECKING:
+    from reconciler.daemon.main import Daemon
+
+log = logging.getLogger("monitors.daemon")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,13 +56,13 @@ def read(cfg: settings.Settings) -> Reloaded:
             changed.
     """
     from reconciler.actions import checks, options
-    from reconciler.daemon import main
+    from reconciler.daemon.options import resync_seconds
 
     new = settings.load(root=cfg.root, state_dir=cfg.state_dir, device=cfg.device)
     checks.require_valid(new)  # the schema, and agents/routines only from a trusted file
     actions = options.parse(new.toml)
     devices = fleet.load(new.fleet_file)
-    resync = main.resync_seconds(new)
+    resync = resync_seconds(new)
     kept: list[str] = []
     device = new.toml.get("device")
     if isinstance(device, str) and device and device != cfg.device:
@@ -71,3 +79,32 @@ def describe_error(e: errors.MonitorsError) -> str:
     """The log line for a reload refused by an invalid file."""
     return (f"SIGHUP: {e}; keeping the settings in use (fix {settings.SETTINGS_FILE} and "
             "send SIGHUP again)")
+
+
+async def apply(daemon: Daemon) -> None:
+    """Re-read monitors.toml and the fleet file (``read``, in a worker thread) and give
+    them to ``daemon``'s reconciler, dispatcher and sources; an invalid file keeps the
+    settings in use. One log line either way. ``[daemon] resync`` changes
+    ``daemon.options`` unless ``--resync`` fixed it."""
+    from reconciler.daemon import protocol
+
+    try:
+        new = await asyncio.to_thread(read, daemon.cfg)
+    except errors.MonitorsError as e:
+        log.error("%s", describe_error(e))
+        return
+    before = protocol.settings_digest(daemon.cfg)
+    daemon.reconciler.cfg = new.cfg
+    try:
+        daemon.reconciler.follow()
+    except errors.MonitorsError as e:
+        log.error("SIGHUP: %s; keeping the [git] settings in use", e)
+    if daemon.parts is not None:
+        daemon.parts.dispatcher.reconfigure(new.actions)
+        daemon.parts.ctx.settings, daemon.parts.ctx.fleet = new.cfg, new.fleet
+    if not daemon.options.resync_fixed:
+        daemon.options = dataclasses.replace(daemon.options, resync=new.resync)
+    after = protocol.settings_digest(new.cfg)
+    what = "unchanged" if after == before else f"changed ({after[:19]}...)"
+    kept = f"; needs a restart, not applied: {'; '.join(new.kept)}" if new.kept else ""
+    log.info("SIGHUP: re-read %s: %s; reconciling%s", settings.SETTINGS_FILE, what, kept)

@@ -1,6 +1,6 @@
 """The HTTP server: routes, bearer-token authentication, limits, JSON errors.
 
-``HttpServer`` is a ``daemon.main.Service``: ``monitors run`` builds it when
+``HttpServer`` is a ``daemon.options.Service``: ``monitors run`` builds it when
 ``[http] listen`` is not empty and the daemon starts it before its ready line.
 It serves the routes of ``server.routes`` (each a ``Route``) on one aiohttp
 application (aiohttp: asyncio-native, so it shares the daemon's event loop and
@@ -306,7 +306,7 @@ def quiet_aiohttp() -> None:
 
 
 class HttpServer:
-    """The daemon's HTTP server (a ``daemon.main.Service``).
+    """The daemon's HTTP server (a ``daemon.options.Service``).
 
     Args:
         daemon: the daemon it serves.
