@@ -229,12 +229,18 @@ def pushed(monitor: Monitor, data: bytes, *, event: str | None = None) -> Observ
 
     Raises:
         errors.SourceError: kind ``select``.
+        errors.UsageError: the receiver would not hand this delivery to ``monitor``
+            (``matches``: another event, or another action than ``EVENT.ACTION``).
     """
     spec = monitor.source
     assert isinstance(spec, WebhookSpec)
     payload = parse(data)
     action = payload.get("action") if isinstance(payload, dict) else None
     name, _, wanted = (event or spec.events[0]).partition(".")
-    return observation(monitor, data, event=name,
-                       action=action if isinstance(action, str) else (wanted or None),
-                       delivery=None)
+    action = action if isinstance(action, str) else (wanted or None)
+    if not matches(spec, name, action):
+        given = f"{name}.{action}" if action else name
+        raise errors.UsageError(
+            f"{monitor.name} takes {', '.join(spec.events)}: a {given} delivery is not "
+            "evaluated by it (--event, or the payload's action)")
+    return observation(monitor, data, event=name, action=action, delivery=None)

@@ -73,3 +73,18 @@ def test_replay_accepts_payload_and_frame_steps(repo: Repo) -> None:
     assert r.exit_code == 0, r.stdout + r.stderr
     assert "2 steps, 1 fire(s), 0 mismatch(es)" in r.stdout
     assert not repo.state.exists()
+
+
+def test_payload_of_an_event_the_monitor_does_not_take_is_refused(repo: Repo) -> None:
+    """The receiver never hands an ``issues`` delivery, or a ``pull_request`` one whose
+    action is ``opened``, to ``events: [pull_request.closed]``: the dry run must not say
+    it would fire."""
+    repo.write("monitors.d/hook.yml", HOOK)
+    payload = repo.root / "pr.json"
+    payload.write_text(json.dumps({"action": "opened", "pull_request": {"title": "Fix it"}}))
+    for extra in (["--event", "pull_request"], ["--event", "issues"]):
+        r = run_cli(["test", "hook", "--payload", str(payload), *extra], repo=repo)
+        assert r.exit_code == 1, r.stdout
+        assert "hook takes pull_request.closed" in r.stderr, r.stderr
+        assert "Would fire" not in r.stdout and "Traceback" not in r.stderr
+    assert not repo.state.exists()
