@@ -3,7 +3,8 @@
 ``read`` loads and checks the new settings completely before anything changes,
 so an invalid file leaves the running daemon exactly as it was (the caller logs
 the one-line error). What a running daemon cannot change in place is kept and
-named: the device, the state directory (the lock is on it) and the repository root.
+named: the device, the state directory (the lock is on it), the repository root,
+``[http]`` and ``[etcd]`` (their server and lease are made at start).
 Everything else takes effect: agents, routines, channels, owner, layer
 directories, the fleet, ``[daemon] resync`` (unless ``--resync`` was given).
 
@@ -72,6 +73,8 @@ def read(cfg: settings.Settings) -> Reloaded:
         kept.append(f"stateDir {state_dir!r} (this daemon uses {cfg.state_dir})")
     if new.toml.get("http") != cfg.toml.get("http"):
         kept.append("[http] (the HTTP server keeps its listen address, TLS and token)")
+    if new.toml.get("etcd") != cfg.toml.get("etcd"):
+        kept.append("[etcd] (owners keep the etcd client and lease they started with)")
     return Reloaded(cfg=new, actions=actions, fleet=devices, resync=resync, kept=tuple(kept))
 
 

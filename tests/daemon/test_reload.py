@@ -73,3 +73,18 @@ def test_sighup_refuses_a_settings_file_lint_would_refuse(
     assert "Traceback" not in d.log_text()
     path.chmod(0o644)
     assert d.stop() == 0
+
+
+def test_a_reload_names_an_etcd_change_it_cannot_apply(repo: Repo) -> None:
+    """``[etcd]`` is read at start (the lease and its client): a SIGHUP that adds or
+    changes it says it needs a restart, instead of leaving owners monitors on
+    ``standby (no [etcd])`` without a word."""
+    from reconciler import settings
+    from reconciler.daemon import reload
+
+    repo.write("monitors.toml", OPS)
+    cfg = settings.load(root=repo.root, device="a")
+    assert reload.read(cfg).kept == ()
+    repo.write("monitors.toml", OPS + '[etcd]\nendpoints = ["http://127.0.0.1:2379"]\n')
+    kept = reload.read(cfg).kept
+    assert any(k.startswith("[etcd]") for k in kept), kept
