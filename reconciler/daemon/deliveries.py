@@ -106,27 +106,10 @@ class Receiver:
                 (the provider retries), never a lost delivery.
         """
         delivery = headers.get(webhook.DELIVERY_HEADER[provider]) or None
-        candidates = self._webhooks(provider)
-        if monitor is not None:
-            candidates = [m for m in candidates if m.name == monitor]
-            if not candidates:
-                return self._refuse(provider, 404, "unknown-monitor",
-                                    f"no running generic webhook monitor {monitor!r}", delivery)
+        refused, keyed, keys, git_secret = self._admit(provider, headers, monitor)
+        if refused is not None:
+            return refused
         header = headers.get(webhook.SIGNED_BY[provider])
-        keyed = [(m, self._secret(m)) for m in candidates]
-        keys = {s for _, s in keyed if s}
-        git_secret = self.environ.get(webhook.DEFAULT_SECRET_ENV["github"], "") \
-            if provider == "github" and self._git_hook() else ""
-        if git_secret:
-            self.daemon.redactor.add(git_secret)
-            keys.add(git_secret)
-        if not keys:
-            return self._refuse(provider, 401, "unknown-secret",
-                                "no signing secret is set for this provider (secretEnv)",
-                                delivery)
-        if not header:
-            return self._refuse(provider, 401, "unsigned",
-                                f"missing {webhook.SIGNED_BY[provider]} header", delivery)
         good = {s for s in keys if webhook.signature_ok(provider, s, body, header)}
         if not good:
             return self._refuse(provider, 401, "bad-signature",
@@ -154,6 +137,43 @@ class Receiver:
         if git_secret in good and event == "push" and isinstance(payload, dict):
             self._git_push(payload)
         return Answer(200, {"accepted": True, "event": event, "monitors": list(names)})
+
+    def precheck(self, provider: str, headers: Mapping[str, str], *,
+                 monitor: str | None = None) -> Answer | None:
+        """The refusal that needs no body (an unknown generic monitor 404, no secret
+        set or no signature header 401), or None: the route answers it before reading
+        up to ``MAX_BODY`` bytes from a sender that cannot be accepted. Logged and
+        counted as ``receive`` does (``receive`` checks the same again)."""
+        return self._admit(provider, headers, monitor)[0]
+
+    def _admit(self, provider: str, headers: Mapping[str, str], monitor: str | None
+               ) -> tuple[Answer | None, list[tuple[Monitor, str]], set[str], str]:
+        """``(refusal or None, [(candidate, its secret)], the secrets, git mode's)``."""
+        delivery = headers.get(webhook.DELIVERY_HEADER[provider]) or None
+        candidates = self._webhooks(provider)
+        if monitor is not None:
+            candidates = [m for m in candidates if m.name == monitor]
+            if not candidates:
+                return (self._refuse(provider, 404, "unknown-monitor",
+                                     f"no running generic webhook monitor {monitor!r}",
+                                     delivery), [], set(), "")
+        header = headers.get(webhook.SIGNED_BY[provider])
+        keyed = [(m, self._secret(m)) for m in candidates]
+        keys = {s for _, s in keyed if s}
+        git_secret = self.environ.get(webhook.DEFAULT_SECRET_ENV["github"], "") \
+            if provider == "github" and self._git_hook() else ""
+        if git_secret:
+            self.daemon.redactor.add(git_secret)
+            keys.add(git_secret)
+        if not keys:
+            return (self._refuse(provider, 401, "unknown-secret",
+                                 "no signing secret is set for this provider (secretEnv)",
+                                 delivery), keyed, keys, git_secret)
+        if not header:
+            return (self._refuse(provider, 401, "unsigned",
+                                 f"missing {webhook.SIGNED_BY[provider]} header", delivery),
+                    keyed, keys, git_secret)
+        return None, keyed, keys, git_secret
 
     def _git_hook(self) -> bool:
         return getattr(self.daemon.reconciler, "git", None) is not None

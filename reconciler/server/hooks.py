@@ -1,7 +1,9 @@
 """``POST /hooks/github``, ``/hooks/linear``, ``/hooks/generic/{monitor}``: webhook deliveries.
 
 Authenticated by their signature, not the bearer token (``auth="self"``): the
-receiver (``daemon.deliveries.Receiver``) verifies it over the raw body, refuses
+receiver (``daemon.deliveries.Receiver``) refuses what needs no body (an unknown
+generic monitor, no secret, no signature header) before reading it, verifies the
+signature over the raw body, refuses
 (401, no event), answers a replayed delivery id 200 with no second event, spools the
 delivery durably and answers 200 before evaluating it. A body over 25 MiB
 (``deliveries.MAX_BODY``, declared or streamed) is 413. Answers are JSON
@@ -52,12 +54,15 @@ async def receive(request: web.Request) -> web.StreamResponse:
     """One delivery (module docstring)."""
     ctx = context(request)
     provider = _provider(request)
+    monitor = request.match_info.get("monitor")
+    refused = receiver(ctx).precheck(provider, request.headers, monitor=monitor)
+    if refused is not None:  # answered before reading a body it would refuse anyway
+        return ctx.json(refused.body, status=refused.status)
     body = await _body(request)
     if body is None:
         _refused(request, 413)
         return error(request, 413, f"request body over {MAX_BODY} bytes")
-    answer = await receiver(ctx).receive(provider, request.headers, body,
-                                         monitor=request.match_info.get("monitor"))
+    answer = await receiver(ctx).receive(provider, request.headers, body, monitor=monitor)
     return ctx.json(answer.body, status=answer.status)
 
 

@@ -153,7 +153,8 @@ def test_oversized_body_is_413(peers: Callable[..., Peer]) -> None:
             yield b"y" * (1024 * 1024)
 
     r = httpx.post(peer.url + "/hooks/github", content=chunks(), timeout=30,
-                   headers={"X-GitHub-Event": "pull_request"})
+                   headers={"X-GitHub-Event": "pull_request",
+                            "X-Hub-Signature-256": "sha256=00"})  # signed: the body is read
     assert r.status_code == 413
     assert 'outcome="too-large"' in peer.get("/metrics").text
 
@@ -228,3 +229,22 @@ def test_a_spooled_delivery_is_evaluated_when_the_daemon_starts(
     assert len(peer.fires("prs")) == 1
     assert github(peer, "pull_request", b'{"action": "opened"}',
                   delivery="crash-1").json()["duplicate"] is True
+
+
+def test_a_delivery_refused_by_its_headers_is_answered_before_its_body(
+        peers: Callable[..., Peer]) -> None:
+    """An unknown generic monitor (404) or a missing signature header (401) is answered
+    at once: the daemon does not first read up to 25 MiB from an unauthenticated
+    sender (here the body never comes: reading it would wait for requestTimeout)."""
+    import socket
+
+    peer = start(peers, {"prs": hook_monitor("prs", "github", ["pull_request"])})
+    host, port = peer.url.removeprefix("http://").rsplit(":", 1)
+    for path, status in (("/hooks/generic/nope", b"404"), ("/hooks/github", b"401")):
+        with socket.create_connection((host, int(port)), timeout=5) as sock:
+            sock.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nX-GitHub-Event: push\r\n"
+                         f"Content-Length: {20 * 1024 * 1024}\r\n\r\n{{".encode())
+            sock.settimeout(3)
+            answer = sock.recv(4096)
+        assert answer.split(b" ")[1] == status, answer
+    assert peer.fires("prs") == []
