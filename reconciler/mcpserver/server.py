@@ -63,7 +63,9 @@ def redactor(settings: Settings) -> Any:
 
 def call(settings: Settings, name: str, arguments: Mapping[str, Any], *,
          client: str | None) -> tuple[dict[str, Any] | None, str | None]:
-    """Run tool ``name`` and audit it: ``(result, None)`` or ``(None, one-line error)``.
+    """Run tool ``name`` and audit it: ``(result, None)`` or ``(None, one-line error)``,
+    both with the secrets the configuration references replaced by ``***`` (as the
+    daemon's log and HTTP answers are).
 
     Never raises for what a caller can cause; an unexpected exception is logged (to
     stderr, with its traceback) and answered as one line.
@@ -86,17 +88,18 @@ def call(settings: Settings, name: str, arguments: Mapping[str, Any], *,
         log.exception("tool %s failed", name)
         failure = e
     outcome = outcome_of(failure)
+    redact = redactor(settings)  # after the call: a monitor it wrote may name a new secret
     try:
         audit.append(settings.state_dir, audit.entry(
             caller="mcp", client=client, tool=name, arguments=arguments, outcome=outcome,
-            redactor=redactor(settings)))
+            redactor=redact))
     except errors.MonitorsError as e:
         log.warning("audit: %s", e)
     if failure is not None:
         if isinstance(failure, operations.Conflict):
-            return None, f"conflict: {one_line(failure)}"
-        return None, one_line(failure)
-    return result, None
+            return None, redact.redact(f"conflict: {one_line(failure)}")
+        return None, redact.redact(one_line(failure))
+    return redact.redact_value(result), None
 
 
 def _client_name(ctx: Any) -> str | None:

@@ -71,3 +71,24 @@ def test_audit_redacts_the_secrets_the_configuration_references(
     assert result is None and error is not None
     [record] = audit.read(repo.state)
     assert "s3cr3t-value-123" not in str(record) and "***" in str(record["arguments"])
+
+
+def test_tool_answers_redact_the_secrets_the_configuration_references(
+        repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The audit had ``***`` but ``monitor_test`` answered the secret in its summary line
+    (and ``monitor_stop`` echoed it in its reason)."""
+    monkeypatch.setenv("HOOK_TOKEN", "s3cr3t-value-123")
+    repo.write("monitors.d/hook.yml", """
+        name: hook
+        source: {type: poll, command: [echo, s3cr3t-value-123], interval: 1s}
+        action:
+          type: webhook-out
+          url: https://example.invalid/h
+          headers: {Authorization: "Bearer ${HOOK_TOKEN}"}
+        """)
+    result, error = server.call(_settings(repo), "monitor_test", {"name": "hook"}, client="t")
+    assert error is None and result is not None
+    assert "s3cr3t-value-123" not in str(result) and "***" in str(result["summary"])
+    result, error = server.call(_settings(repo), "monitor_inspect",
+                                {"name": "ghost s3cr3t-value-123"}, client="t")
+    assert result is None and error is not None and "s3cr3t-value-123" not in error
