@@ -34,7 +34,7 @@ def outcome(exc: BaseException | None, rv: Any) -> str:
 
 
 def _record(ctx: click.Context, name: str, result: str) -> None:
-    from reconciler.mcpserver.server import redactor
+    from reconciler.mcpserver.operations import redactor
     from reconciler.state import audit
 
     with contextlib.suppress(errors.MonitorsError, OSError):

@@ -274,6 +274,19 @@ def test(settings: Settings, args: Mapping[str, Any]) -> dict[str, Any]:
     return testrun.as_json(result, preview)
 
 
+def redactor(settings: Settings) -> Any:
+    """The redactor of the secrets the layers and monitors.toml reference (as the daemon
+    registers them); an empty one when the layers cannot be read."""
+    from reconciler import redaction
+    from reconciler.config import loader
+
+    try:
+        monitors = list(loader.load(settings).monitors.values())
+    except errors.MonitorsError:
+        monitors = []
+    return redaction.Redactor(redaction.collect(monitors, settings.toml, os.environ))
+
+
 def stop(settings: Settings, args: Mapping[str, Any], *, by: str) -> dict[str, Any]:
     """``monitor_stop``: remove a user monitor's file (a built-in is paused through an
     overlay instead), record ``reason`` in the state (``stopped.json``), apply.
@@ -285,7 +298,9 @@ def stop(settings: Settings, args: Mapping[str, Any], *, by: str) -> dict[str, A
     from reconciler.config.authoring import arguments, locate, overlayedit, userfiles
     from reconciler.state import store as store_mod
 
-    name, reason = str(args["name"]), str(args["reason"])
+    name = str(args["name"])
+    # redacted before it reaches disk (and while the stopped monitor's secrets are known)
+    reason = redactor(settings).redact(str(args["reason"]))
     with authoring_lock(settings):
         loaded = loader.load(settings)
         found = locate.find(settings, name, loaded=loaded)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -48,19 +47,6 @@ def one_line(exc: BaseException) -> str:
     return text[:500]
 
 
-def redactor(settings: Settings) -> Any:
-    """The redactor of the secrets the layers and monitors.toml reference (as the daemon
-    registers them); an empty one when the layers cannot be read."""
-    from reconciler import redaction
-    from reconciler.config import loader
-
-    try:
-        monitors = list(loader.load(settings).monitors.values())
-    except errors.MonitorsError:
-        monitors = []
-    return redaction.Redactor(redaction.collect(monitors, settings.toml, os.environ))
-
-
 def call(settings: Settings, name: str, arguments: Mapping[str, Any], *,
          client: str | None) -> tuple[dict[str, Any] | None, str | None]:
     """Run tool ``name`` and audit it: ``(result, None)`` or ``(None, one-line error)``,
@@ -88,7 +74,8 @@ def call(settings: Settings, name: str, arguments: Mapping[str, Any], *,
         log.exception("tool %s failed", name)
         failure = e
     outcome = outcome_of(failure)
-    redact = redactor(settings)  # after the call: a monitor it wrote may name a new secret
+    # after the call: a monitor it wrote may name a new secret
+    redact = operations.redactor(settings)
     try:
         audit.append(settings.state_dir, audit.entry(
             caller="mcp", client=client, tool=name, arguments=arguments, outcome=outcome,

@@ -92,3 +92,22 @@ def test_tool_answers_redact_the_secrets_the_configuration_references(
     result, error = server.call(_settings(repo), "monitor_inspect",
                                 {"name": "ghost s3cr3t-value-123"}, client="t")
     assert result is None and error is not None and "s3cr3t-value-123" not in error
+
+
+def test_a_stop_reason_is_redacted_before_it_reaches_the_state(
+        repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``stopped.json`` kept an agent's reason as given, a referenced secret included."""
+    monkeypatch.setenv("HOOK_TOKEN", "s3cr3t-value-456")
+    repo.write("monitors.d/hook.yml", """
+        name: hook
+        source: {type: poll, command: [echo, hi], interval: 1s}
+        action:
+          type: webhook-out
+          url: https://example.invalid/h
+          headers: {Authorization: "Bearer ${HOOK_TOKEN}"}
+        """)
+    settings = _settings(repo)
+    operations.stop(settings, {"name": "hook", "reason": "token s3cr3t-value-456 leaked"},
+                    by="mcp")
+    stored = (settings.state_dir / "monitors" / "hook" / "stopped.json").read_text()
+    assert "s3cr3t-value-456" not in stored and "***" in stored
