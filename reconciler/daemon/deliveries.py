@@ -150,6 +150,10 @@ class Receiver:
                ) -> tuple[Answer | None, list[tuple[Monitor, str]], set[str], str]:
         """``(refusal or None, [(candidate, its secret)], the secrets, git mode's)``."""
         delivery = headers.get(webhook.DELIVERY_HEADER[provider]) or None
+        if delivery is not None and len(delivery) > webhook.MAX_DELIVERY_ID:
+            return (self._refuse(provider, 400, "bad-delivery-id",
+                                 f"{webhook.DELIVERY_HEADER[provider]} longer than "
+                                 f"{webhook.MAX_DELIVERY_ID} characters", None), [], set(), "")
         candidates = self._webhooks(provider)
         if monitor is not None:
             candidates = [m for m in candidates if m.name == monitor]

@@ -63,7 +63,7 @@ RECONCILES = Counter("monitors_reconciles", "Reconciles, by result (changed, unc
                      "error).", ["result"], registry=REGISTRY)
 DELIVERIES = Counter("monitors_webhook_deliveries", "Webhook deliveries, by provider and "
                      "outcome (accepted, replayed, unsigned, bad-signature, unknown-secret, "
-                     "stale, too-large, unknown-monitor, unwritable).",
+                     "stale, too-large, unknown-monitor, bad-delivery-id, unwritable).",
                      ["provider", "outcome"], registry=REGISTRY)
 FENCED = Counter("monitors_fenced", "Fires of owners: monitors refused by the fencing check "
                  "(stale token, or etcd unreachable), by monitor.", ["monitor"],

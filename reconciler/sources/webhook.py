@@ -51,6 +51,9 @@ SIGNED_BY = {"github": "X-Hub-Signature-256", "linear": "Linear-Signature",
 DELIVERY_HEADER = {"github": "X-GitHub-Delivery", "linear": "Linear-Delivery",
                    "generic": "X-Monitors-Delivery"}
 """provider -> the header carrying the delivery's unique id (the replay window's key)."""
+MAX_DELIVERY_ID = 200
+"""Characters a delivery id may have (GitHub's and Linear's are UUIDs, 36): a longer one
+is refused (400) before it reaches the replay window or the log."""
 DEFAULT_SECRET_ENV = {"github": "GITHUB_WEBHOOK_SECRET", "linear": "LINEAR_WEBHOOK_SECRET",
                       "generic": "MONITORS_WEBHOOK_SECRET"}
 """provider -> the environment variable holding the secret when ``secretEnv`` is not set."""

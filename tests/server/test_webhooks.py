@@ -141,6 +141,21 @@ def test_replayed_delivery_id_is_200_without_a_second_event(
     assert len(peer.fires("prs")) == 1
 
 
+def test_an_overlong_delivery_id_is_refused_before_the_window_keeps_it(
+        peers: Callable[..., Peer]) -> None:
+    # an 8,000-character id was stored as is in the replay window (and logged)
+    peer = start(peers, {"prs": hook_monitor("prs", "github", ["pull_request"])})
+    long_id = "x" * 8000
+    answer = github(peer, "pull_request", {"action": "opened"}, delivery=long_id)
+    assert answer.status_code == 400 and "longer than 200" in answer.json()["error"]
+    time.sleep(0.5)
+    assert peer.fires("prs") == []
+    kept = [p for p in peer.repo.state.rglob("*") if p.is_file()
+            and long_id.encode() in p.read_bytes()]
+    assert kept == []
+    assert long_id not in peer.log.read_text(errors="replace")
+
+
 def test_oversized_body_is_413(peers: Callable[..., Peer]) -> None:
     peer = start(peers, {"prs": hook_monitor("prs", "github", ["pull_request"])})
     big = b"x" * (25 * 1024 * 1024 + 1)
