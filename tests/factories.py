@@ -88,3 +88,16 @@ action:
 """A monitor file's text (no name: the file's stem names it) polling ``echo {word}``
 every 30s and notifying: ``ECHO_MONITOR.format(word="alpha")``; distinct words give
 distinct fingerprints."""
+
+
+SECRET_HEADER_MONITOR = """
+        name: hook
+        source: {{type: poll, command: [echo, {word}], interval: 1s}}
+        action:
+          type: webhook-out
+          url: https://example.invalid/h
+          headers: {{Authorization: "Bearer ${{HOOK_TOKEN}}"}}
+        """
+"""The text of ``monitors.d/hook.yml`` for redaction tests: a webhook-out whose header
+references ``${HOOK_TOKEN}`` (set it in the environment), polling ``echo {word}``:
+``SECRET_HEADER_MONITOR.format(word="x")``."""

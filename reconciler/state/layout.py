@@ -157,6 +157,16 @@ class StoreBase:
             self._report(loaded.problem)
         return loaded
 
+    def _remove_record(self, name: str, file: str) -> None:
+        """Delete ``monitors/<name>/<file>`` durably (the directory fsynced); no-op when
+        it does not exist."""
+        path = self.monitor_dir(name) / file
+        try:
+            path.unlink()
+            atomic.fsync_dir(path.parent)
+        except FileNotFoundError:
+            pass
+
     def _write_record(self, name: str, file: str, record: object) -> None:
         """Write ``monitors/<name>/<file>`` durably (file and directory fsynced),
         tracked for write errors.

@@ -173,12 +173,7 @@ class Store(LifecycleLog):
 
     def clear_autopause(self, name: str) -> None:
         """Remove an auto-pause (``resume``); no-op when not paused."""
-        path = self.monitor_dir(name) / AUTOPAUSE_FILE
-        try:
-            path.unlink()
-            atomic.fsync_dir(path.parent)
-        except FileNotFoundError:
-            pass
+        self._remove_record(name, AUTOPAUSE_FILE)
         with self._lock:
             self._autopause[name] = None
 
@@ -222,12 +217,7 @@ class Store(LifecycleLog):
 
     def clear_stopped(self, name: str) -> None:
         """Forget a stop record (the name was armed again); no-op when there is none."""
-        path = self.monitor_dir(name) / STOPPED_FILE
-        try:
-            path.unlink()
-            atomic.fsync_dir(path.parent)
-        except FileNotFoundError:
-            pass
+        self._remove_record(name, STOPPED_FILE)
 
     def autopause_reasons(self) -> dict[MonitorName, str]:
         """Every auto-paused monitor -> ``autopause_text`` (what plan excludes)."""

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from tests.conftest import Repo, run_cli
+from tests.factories import SECRET_HEADER_MONITOR
 
 
 def test_write_commands_are_audited_with_their_outcome(repo: Repo) -> None:
@@ -42,14 +43,7 @@ def test_audit_without_records(repo: Repo) -> None:
 def test_audited_arguments_have_secrets_redacted(repo: Repo,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOOK_TOKEN", "s3cr3t-value-123")
-    repo.write("monitors.d/hook.yml", """
-        name: hook
-        source: {type: poll, command: [echo, x], interval: 1s}
-        action:
-          type: webhook-out
-          url: https://example.invalid/h
-          headers: {Authorization: "Bearer ${HOOK_TOKEN}"}
-        """)
+    repo.write("monitors.d/hook.yml", SECRET_HEADER_MONITOR.format(word='x'))
     added = run_cli(["add", "leak", "--poll", "echo s3cr3t-value-123", "30s", "--notify"],
                     repo=repo)
     assert added.exit_code == 0, added.output
