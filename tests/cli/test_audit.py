@@ -43,7 +43,7 @@ def test_audit_without_records(repo: Repo) -> None:
 def test_audited_arguments_have_secrets_redacted(repo: Repo,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOOK_TOKEN", "s3cr3t-value-123")
-    repo.write("monitors.d/hook.yml", SECRET_HEADER_MONITOR.format(word='x'))
+    repo.write("monitors.d/hook.yml", SECRET_HEADER_MONITOR.format(word="x"))
     added = run_cli(["add", "leak", "--poll", "echo s3cr3t-value-123", "30s", "--notify"],
                     repo=repo)
     assert added.exit_code == 0, added.output

@@ -57,7 +57,7 @@ def test_a_stale_generation_is_a_conflict_naming_the_current_one(repo: Repo) -> 
 def test_audit_redacts_the_secrets_the_configuration_references(
         repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOOK_TOKEN", "s3cr3t-value-123")
-    repo.write("monitors.d/hook.yml", SECRET_HEADER_MONITOR.format(word='x'))
+    repo.write("monitors.d/hook.yml", SECRET_HEADER_MONITOR.format(word="x"))
     result, error = server.call(_settings(repo), "monitor_inspect",
                                 {"name": "nope", "note": "Bearer s3cr3t-value-123"},
                                 client="t")
@@ -71,7 +71,7 @@ def test_tool_answers_redact_the_secrets_the_configuration_references(
     """The audit had ``***`` but ``monitor_test`` answered the secret in its summary line
     (and ``monitor_stop`` echoed it in its reason)."""
     monkeypatch.setenv("HOOK_TOKEN", "s3cr3t-value-123")
-    repo.write("monitors.d/hook.yml", SECRET_HEADER_MONITOR.format(word='s3cr3t-value-123'))
+    repo.write("monitors.d/hook.yml", SECRET_HEADER_MONITOR.format(word="s3cr3t-value-123"))
     result, error = server.call(_settings(repo), "monitor_test", {"name": "hook"}, client="t")
     assert error is None and result is not None
     assert "s3cr3t-value-123" not in str(result) and "***" in str(result["summary"])
@@ -84,7 +84,7 @@ def test_a_stop_reason_is_redacted_before_it_reaches_the_state(
         repo: Repo, monkeypatch: pytest.MonkeyPatch) -> None:
     """``stopped.json`` kept an agent's reason as given, a referenced secret included."""
     monkeypatch.setenv("HOOK_TOKEN", "s3cr3t-value-456")
-    repo.write("monitors.d/hook.yml", SECRET_HEADER_MONITOR.format(word='hi'))
+    repo.write("monitors.d/hook.yml", SECRET_HEADER_MONITOR.format(word="hi"))
     settings = _settings(repo)
     operations.stop(settings, {"name": "hook", "reason": "token s3cr3t-value-456 leaked"},
                     by="mcp")
