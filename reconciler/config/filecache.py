@@ -151,7 +151,10 @@ def _read(file: Path, run_key: bytes) -> dict[Key, tuple[bytes, Any]]:
         return {}
     try:
         with os.fdopen(fd, "rb") as f:
-            if not (_private(os.fstat(f.fileno())) and _private(os.stat(file.parent))):
+            # the file, its cache/ directory and the state directory holding it: one
+            # that someone else can write could swap in a pickle of theirs
+            if not (_private(os.fstat(f.fileno()))
+                    and all(_private(os.stat(d)) for d in (file.parent, file.parent.parent))):
                 return {}
             doc = pickle.load(f)
     except Exception:  # corrupt or written by another version: start afresh

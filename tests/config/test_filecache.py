@@ -140,7 +140,8 @@ def test_the_code_stamp_follows_the_package_files(tmp_path: Path) -> None:
     assert filecache.code_stamp(tmp_path) != second
 
 
-@pytest.mark.parametrize("damage", ["delete", "corrupt", "truncate", "world-writable"])
+@pytest.mark.parametrize("damage", ["delete", "corrupt", "truncate", "world-writable",
+                                    "writable directory", "writable state directory"])
 def test_a_damaged_cache_is_ignored(repo: Repo, checked: list[str], damage: str) -> None:
     _repo(repo)
     first = run_cli(["lint"], repo=repo).output
@@ -151,8 +152,12 @@ def test_a_damaged_cache_is_ignored(repo: Repo, checked: list[str], damage: str)
         cache.write_bytes(b"not a pickle")
     elif damage == "truncate":
         cache.write_bytes(cache.read_bytes()[:100])
-    else:
+    elif damage == "world-writable":
         cache.chmod(0o666)
+    elif damage == "writable directory":
+        cache.parent.chmod(0o777)
+    else:
+        repo.state.chmod(0o777)
     checked.clear()
     assert run_cli(["lint"], repo=repo).output == first
     assert len(checked) == 9
