@@ -80,7 +80,7 @@ class Pipeline:
         async with entry.pushing:
             if self._entries.get(entry.monitor.name) is not entry or entry.parked:
                 return None
-            if self.store.autopause(entry.monitor.name) is not None:
+            if self.store.autopaused(entry.monitor.name):
                 return None
             self.stats.polls += 1
             entry.busy = True
@@ -104,7 +104,6 @@ class Pipeline:
             entry.first.set_result(result)
             if (result is not None and entry.parked is None) or entry.polls:
                 self._first_pending = max(0, self._first_pending - 1)
-
 
     async def _poll(self, entry: Entry) -> PollResult:
         monitor = entry.monitor

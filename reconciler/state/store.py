@@ -67,18 +67,9 @@ def autopause_text(record: Mapping[str, Any]) -> str:
 
 
 class Store(LifecycleLog):
-    """The state directory of one machine.
-
-    Args:
-        state_dir: the state directory (created on the first write, never on a read).
-        readonly: never write anything (``monitors test``, views): corrupt records are
-            reported but not moved, and every write raises ``errors.StateError``.
-
-    Attributes:
-        root: ``state_dir``.
-        problems: one line per future-version or corrupt record met so far (for
-            ``list``, ``plan`` and the daemon log); a corrupt record has been moved aside.
-    """
+    """The state directory of one machine: condition state, fire records, auto-pause,
+    drought, stop reasons and notifications on top of the layout, liveness and lifecycle
+    of its bases (arguments and attributes: ``layout.StoreBase``)."""
 
     def __init__(self, state_dir: Path, *, readonly: bool = False) -> None:
         super().__init__(state_dir, readonly=readonly)
