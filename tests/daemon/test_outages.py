@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import textwrap
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -97,21 +98,27 @@ def receiver() -> Iterator[tuple[str, list[dict[str, Any]]]]:
     server.server_close()
 
 
+
+def write_site(repo: Repo, health: Health, hook: str, *, condition: str = "") -> None:
+    """``monitors.d/site.yml``: ``health``'s /health every 500ms (timeout 2s), a
+    webhook-out to ``hook``, and ``condition`` (YAML text of the mapping, flow or block)
+    when given."""
+    text = (f'name: site\n'
+            f'source: {{type: poll-http, url: "http://127.0.0.1:{health.port}/health", '
+            f'interval: 500ms, timeout: 2s}}\n'
+            f'action: {{type: webhook-out, url: "{hook}"}}\n')
+    if condition:
+        body = textwrap.dedent(condition).strip("\n")
+        text += ("condition: " + body if body.startswith("{")
+                 else "condition:\n" + textwrap.indent(body, "  ")) + "\n"
+    repo.write("monitors.d/site.yml", text)
+
+
 def test_an_outage_fires_once_and_the_recovery_is_a_change(
         repo: Repo, daemons: Callable[..., Daemon], health: Health,
         receiver: tuple[str, list[dict[str, Any]]]) -> None:
     hook, heard = receiver
-    repo.write("monitors.d/site.yml", f"""
-        name: site
-        source:
-          type: poll-http
-          url: http://127.0.0.1:{health.port}/health
-          interval: 500ms
-          timeout: 2s
-        action:
-          type: webhook-out
-          url: {hook}
-    """)
+    write_site(repo, health, hook)
     d = daemons().start()
     wait_for(lambda: d.state("site").get("baseline") == "200\nok", what="baseline", log=d.log)
 
@@ -140,13 +147,7 @@ def test_with_on_error_ignore_an_outage_is_only_a_check_error(
         repo: Repo, daemons: Callable[..., Daemon], health: Health,
         receiver: tuple[str, list[dict[str, Any]]]) -> None:
     hook, heard = receiver
-    repo.write("monitors.d/site.yml", f"""
-        name: site
-        source: {{type: poll-http, url: "http://127.0.0.1:{health.port}/health",
-                  interval: 500ms, timeout: 2s}}
-        condition: {{onError: ignore}}
-        action: {{type: webhook-out, url: "{hook}"}}
-    """)
+    write_site(repo, health, hook, condition="{onError: ignore}")
     d = daemons().start()
     wait_for(lambda: d.state("site").get("baseline") == "200\nok", what="baseline", log=d.log)
     health.stop()
@@ -163,17 +164,11 @@ def test_an_episode_survives_a_restart_and_resolves_with_kind_resolved(
         repo: Repo, daemons: Callable[..., Daemon], health: Health,
         receiver: tuple[str, list[dict[str, Any]]]) -> None:
     hook, heard = receiver
-    repo.write("monitors.d/site.yml", f"""
-        name: site
-        source: {{type: poll-http, url: "http://127.0.0.1:{health.port}/health",
-                  interval: 500ms, timeout: 2s}}
-        condition:
+    write_site(repo, health, hook, condition="""
           mode: match
           match: '^error: '
-          fireAfter: {{consecutive: 2}}
-          resolve: true
-        action: {{type: webhook-out, url: "{hook}"}}
-    """)
+          fireAfter: {consecutive: 2}
+          resolve: true""")
     d = daemons().start()
     wait_for(lambda: d.liveness("site").get("checkCount", 0) >= 1, what="a check", log=d.log)
     health.stop()
