@@ -57,3 +57,16 @@ def init(repo: Repo, *, origin: Path | None = None, toml: str = 'ref = "main"\n'
         git(origin.parent, "init", "-q", "--bare", "-b", "main", str(origin))
         git(repo.root, "remote", "add", "origin", str(origin))
         git(repo.root, "push", "-q", "-u", "origin", "main")
+
+
+def push_from_elsewhere(tmp_path: Path, origin: Path, name: str) -> str:
+    """Another clone of ``origin`` (under ``tmp_path``) commits monitor ``name`` and pushes
+    it to ``main``; returns the pushed commit."""
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(origin), str(other))
+    (other / f"monitors.d/{name}.yml").write_text(monitor(name))
+    git(other, "add", f"monitors.d/{name}.yml")
+    git(other, "commit", "-q", "-m", f"{name} from elsewhere")
+    pushed = git(other, "rev-parse", "HEAD")
+    git(other, "push", "-q", "origin", "main")
+    return pushed

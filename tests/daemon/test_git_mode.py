@@ -10,7 +10,7 @@ from typing import Any
 
 from tests.conftest import Repo
 from tests.daemon.conftest import Daemon, read_json, wait_for
-from tests.daemon.gitrepos import commit, git, init, monitor
+from tests.daemon.gitrepos import commit, git, init, monitor, push_from_elsewhere
 
 
 def _git_status(repo: Repo) -> dict[str, Any]:
@@ -237,13 +237,7 @@ def test_apply_fetches_and_reconciles_to_the_ref_at_once(
     git(repo.root, "push", "-q", "origin", "main")
     d = daemons().start()
     wait_for(lambda: "a" in d.running(), what="a running", log=d.log)
-    other = tmp_path / "other"
-    git(tmp_path, "clone", "-q", str(origin), str(other))
-    (other / "monitors.d/b.yml").write_text(monitor("b"))
-    git(other, "add", "monitors.d/b.yml")
-    git(other, "commit", "-q", "-m", "b from elsewhere")
-    pushed = git(other, "rev-parse", "HEAD")
-    git(other, "push", "-q", "origin", "main")
+    pushed = push_from_elsewhere(tmp_path, origin, "b")
     done = d.cli("apply", "--yes")
     assert done.returncode == 0, done.stdout + done.stderr
     assert _git_status(repo)["lastAppliedRevision"] == pushed  # no wait: apply fetched

@@ -15,7 +15,7 @@ import httpx
 from reconciler.sources import webhook
 from tests.conftest import Repo
 from tests.daemon.conftest import Daemon, read_json, wait_for
-from tests.daemon.gitrepos import commit, git, init, monitor
+from tests.daemon.gitrepos import commit, git, init, monitor, push_from_elsewhere
 from tests.server.conftest import free_port
 
 SECRET = "git-push-secret"
@@ -45,13 +45,7 @@ def test_a_push_delivery_for_the_followed_repository_fetches_at_once(
                   "GITHUB_WEBHOOK_SECRET": SECRET})
     d.start()
     wait_for(lambda: "a" in d.running(), what="a running", log=d.log)
-    other = tmp_path / "other"
-    git(tmp_path, "clone", "-q", str(origin), str(other))
-    (other / "monitors.d/b.yml").write_text(monitor("b"))
-    git(other, "add", "monitors.d/b.yml")
-    git(other, "commit", "-q", "-m", "b from elsewhere")
-    pushed = git(other, "rev-parse", "HEAD")
-    git(other, "push", "-q", "origin", "main")
+    pushed = push_from_elsewhere(tmp_path, origin, "b")
     url = f"http://127.0.0.1:{port}"
     elsewhere = push_delivery(url, {"full_name": "someone/else",
                                     "clone_url": "https://github.com/someone/else.git"})
