@@ -8,6 +8,7 @@ import contextlib
 import heapq
 import http.server
 import itertools
+import json
 import socket
 import threading
 import time
@@ -143,6 +144,34 @@ def http_server(routes: dict[str, Handler]) -> Iterator[str]:
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextmanager
+def json_receiver() -> Iterator[tuple[str, list[Any]]]:
+    """A webhook receiver on 127.0.0.1 (threaded): yields its URL (``.../hook``) and the
+    list the JSON bodies POSTed to it are appended to, in order of arrival."""
+    bodies: list[Any] = []
+    lock = threading.Lock()
+
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            with lock:
+                bodies.append(json.loads(raw))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/hook", bodies
     finally:
         server.shutdown()
         server.server_close()

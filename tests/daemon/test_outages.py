@@ -5,7 +5,6 @@ real server) hears the outage once and the recovery as a change."""
 from __future__ import annotations
 
 import http.server
-import json
 import textwrap
 import threading
 from collections.abc import Callable, Iterator
@@ -15,7 +14,7 @@ import pytest
 
 from tests.conftest import Repo
 from tests.daemon.conftest import Daemon, wait_for
-from tests.helpers import free_port
+from tests.helpers import free_port, json_receiver
 
 
 class _Server(http.server.ThreadingHTTPServer):
@@ -79,24 +78,8 @@ def health() -> Iterator[Health]:
 @pytest.fixture
 def receiver() -> Iterator[tuple[str, list[dict[str, Any]]]]:
     """A webhook receiver: the URL and the JSON bodies POSTed to it, in order."""
-    bodies: list[dict[str, Any]] = []
-
-    class H(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            bodies.append(json.loads(raw))
-            self.send_response(204)
-            self.end_headers()
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = _Server(("127.0.0.1", 0), H)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/hook", bodies
-    server.shutdown()
-    server.server_close()
-
+    with json_receiver() as received:
+        yield received
 
 
 def write_site(repo: Repo, health: Health, hook: str, *, condition: str = "") -> None:

@@ -6,13 +6,11 @@ TTL never fires on its old token when it comes back (``daemon.leases``)."""
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import random
 import signal
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,6 +22,7 @@ from reconciler.client import control
 from tests.conftest import Repo
 from tests.daemon.conftest import Daemon, wait_for
 from tests.daemon.etcdserver import Etcd, etcd_server  # noqa: F401 (fixture)
+from tests.helpers import json_receiver
 
 TTL = 2.0
 NAME = "shared"
@@ -32,28 +31,11 @@ pytestmark = pytest.mark.timeout(300)
 
 
 class Receiver:
-    """A webhook-out receiver on 127.0.0.1: the JSON bodies POSTed to it, in order."""
+    """A webhook-out receiver on 127.0.0.1 (``tests.helpers.json_receiver``): its URL and
+    the JSON bodies POSTed to it, in order."""
 
-    def __init__(self) -> None:
-        self.bodies: list[dict[str, Any]] = []
-        lock = threading.Lock()
-        bodies = self.bodies
-
-        class H(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                with lock:
-                    bodies.append(json.loads(raw))
-                self.send_response(204)
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+    def __init__(self, url: str, bodies: list[dict[str, Any]]) -> None:
+        self.url, self.bodies = url, bodies
 
     def events(self, value: str) -> set[str]:
         """The distinct event ids delivered for the observation ``value``."""
@@ -62,10 +44,8 @@ class Receiver:
 
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
-    r = Receiver()
-    yield r
-    r.server.shutdown()
-    r.server.server_close()
+    with json_receiver() as (url, bodies):
+        yield Receiver(url, bodies)
 
 
 class Owner(Daemon):
