@@ -20,22 +20,12 @@ import pytest
 
 from reconciler import errors
 from reconciler.fleet import Device, Fleet
-from reconciler.model import DeviceName, Monitor, Observation
+from reconciler.model import DeviceName, Monitor
 from reconciler.sources import registry as source_types
 from reconciler.sources.context import SourceContext
 from tests.factories import monitor
+from tests.sources.test_file_pid_device import observe
 from tests.sources.test_process import observe_poll, wait_dead
-
-
-def observe(m: Monitor, **ctx_args: Any) -> Observation:
-    async def go() -> Observation:
-        c = SourceContext.create(**ctx_args)
-        try:
-            return await source_types.observe(m, c)
-        finally:
-            await c.aclose()
-
-    return asyncio.run(go())
 
 
 def source_error(m: Monitor, **ctx_args: Any) -> errors.SourceError:
