@@ -172,7 +172,7 @@ def parse(data: bytes, *, file: str) -> tuple[Document | None, list[Problem]]:
         return None, [P.error(file, line, col, "",
                               f"not UTF-8 (byte 0x{data[e.start]:02x}); save the file as UTF-8",
                               "encoding")]
-    odd = text if yamlnodes.ODD_BREAKS.search(text) else None
+    odd = text if yamlnodes.odd_breaks(text) else None
     try:
         root = yamlnodes.compose(text)
     except yaml.MarkedYAMLError as e:
