@@ -152,7 +152,7 @@ def _walk_file(path: str, root: str, walks: Walks | None
     and so is its answer). Raises OSError."""
     if walks is None:
         return _walk(path, root)
-    parent, name = os.path.split(path)
+    parent = os.path.dirname(path)
     dirs = walks.parents.get(parent)
     if dirs is not None:
         st, link = _hop(path, None)

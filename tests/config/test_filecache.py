@@ -42,13 +42,14 @@ FILES = {
 def checked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The files checked from their bytes (cache misses), by name."""
     calls: list[str] = []
-    real = monitorfile.check_bytes
+    real = monitorfile.check_batch
 
-    def spy(item: tuple[Path, str, str], raw: bytes, action_check: object = None) -> object:
-        calls.append(item[0].name)
-        return real(item, raw, action_check)  # type: ignore[arg-type]
+    def spy(pairs: list[tuple[tuple[Path, str, str], bytes]],
+            action_check: object = None) -> object:
+        calls.extend(item[0].name for item, _ in pairs)
+        return real(pairs, action_check)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(monitorfile, "check_bytes", spy)
+    monkeypatch.setattr(monitorfile, "check_batch", spy)
     return calls
 
 

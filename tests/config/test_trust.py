@@ -330,6 +330,6 @@ def test_a_pass_answers_every_file_as_a_lone_check_does(tmp_path: Path) -> None:
     alone = [trust.problem(f, root=root) for f in files]
     assert alone[0] is None and alone[1] is not None and alone[3] is None
     assert alone[5] is not None and "world-writable" in alone[5]
-    walks, seen = trust.Walks(), {}
+    walks, seen = trust.Walks(), dict[str, str | None]()
     assert [trust.problem(f, root=root, seen=seen, walks=walks) for f in files] == alone
     assert str(layer) in walks.parents  # the second file of the layer was answered from it
