@@ -134,7 +134,12 @@ def canonical(value: object) -> bytes:
     Raises:
         TypeError, ValueError: ``value`` is not JSON-serializable.
     """
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return _CANONICAL.encode(value).encode()
+
+
+# One encoder for ``canonical``: ``json.dumps`` with options builds one per call (a
+# fingerprint per monitor file in lint).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def dumps(obj: Any) -> bytes:

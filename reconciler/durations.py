@@ -37,6 +37,7 @@ EARLIEST = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 """The earliest point in time accepted anywhere (the Unix epoch): before it, converting
 a time near year 1 to UTC leaves the calendar (``ValueError: year 0 is out of range``)."""
 _MAX_DIGITS = 20  # more digits than any duration under MAX_SECONDS in ms
+_PARSED: dict[str, float] = {}  # text -> seconds: the same few ("30s", "5m") recur per load
 
 
 class OutOfRange(ValueError):
@@ -63,12 +64,20 @@ def parse(value: object) -> float:
             raise ValueError(f"duration must not be negative, got {value}")
         return _bounded(value, value)
     if isinstance(value, str):
+        known = _PARSED.get(value)
+        if known is not None:
+            return known
         text = value.strip()
+        seconds: float | None = None
         if text.isascii() and text.isdigit():
-            return _bounded(_int(text, value), value)
-        if _WHOLE.fullmatch(text):
-            return _bounded(sum(_int(n, value) * _UNITS[u] for n, u in _PART.findall(text)),
-                            value)
+            seconds = _bounded(_int(text, value), value)
+        elif _WHOLE.fullmatch(text):
+            seconds = _bounded(sum(_int(n, value) * _UNITS[u] for n, u in _PART.findall(text)),
+                               value)
+        if seconds is not None:
+            if len(_PARSED) < 1024 and len(value) <= 32:
+                _PARSED[value] = seconds
+            return seconds
     raise ValueError(
         f"expected a duration such as 500ms, 30s, 5m, 8h or 1d, got {value!r}"
     )

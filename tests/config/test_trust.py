@@ -295,3 +295,41 @@ def test_one_pass_stats_each_directory_once_and_refuses_every_file_under_a_bad_o
     found = [trust.problem(f, root=root, seen=seen) for f in files]
     assert all(f is not None and f"directory {layer} is world-writable" in f for f in found)
     layer.chmod(0o755)
+
+
+def test_a_pass_answers_every_file_as_a_lone_check_does(tmp_path: Path) -> None:
+    """``Walks`` answers the second file of a directory from the first one's walk: the
+    answers must be those of a walk of each file on its own, for plain files, files
+    that are symbolic links (to a safe and to an unsafe place) and files reached
+    through a linked directory."""
+    root = tmp_path.resolve() / "repo"
+    layer = root / "monitors.d"
+    layer.mkdir(parents=True)
+    outside = tmp_path.resolve() / "outside"
+    (outside / "open").mkdir(parents=True)
+    (outside / "open").chmod(0o777)  # not sticky: anyone may replace what is in it
+    (outside / "shut").mkdir()
+    (outside / "shut").chmod(0o755)
+    for where in ("open", "shut"):
+        (outside / where / "t.yml").write_text(POLL)
+        (outside / where / "t.yml").chmod(0o644)
+    (root / "linked").symlink_to(outside / "shut")
+    for i in range(3):
+        (layer / f"a{i}.yml").write_text(POLL)
+        (layer / f"a{i}.yml").chmod(0o644)
+    (layer / "to-open.yml").symlink_to(outside / "open" / "t.yml")
+    (layer / "to-shut.yml").symlink_to(outside / "shut" / "t.yml")
+    (layer / "a3.yml").write_text(POLL)
+    (layer / "a3.yml").chmod(0o666)
+    root.chmod(0o755)
+    layer.chmod(0o755)
+    tmp_path.chmod(0o755)
+    files = [layer / n for n in ("a0.yml", "to-open.yml", "a1.yml", "to-shut.yml", "a2.yml",
+                                 "a3.yml", "missing.yml")]
+    files += [root / "linked" / "t.yml", root / "linked" / "t.yml"]
+    alone = [trust.problem(f, root=root) for f in files]
+    assert alone[0] is None and alone[1] is not None and alone[3] is None
+    assert alone[5] is not None and "world-writable" in alone[5]
+    walks, seen = trust.Walks(), dict[str, str | None]()
+    assert [trust.problem(f, root=root, seen=seen, walks=walks) for f in files] == alone
+    assert str(layer) in walks.parents  # the second file of the layer was answered from it
