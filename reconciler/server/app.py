@@ -19,7 +19,9 @@ Every route declares how it is authenticated (``Route.auth``):
 Limits: a body over the route's ``max_body`` (default ``[http] maxBodyBytes``) is
 413 before it is read; a request over ``[http] requestTimeout`` is 503, and a
 connection idle (or sending an unfinished request) that long is closed; aiohttp
-answers a malformed request line or header with 400. Every error is JSON
+answers a malformed request line or header with 400. Requests (but the probes) take
+turns on the loop (``server.admission``: a few at once, and a bounded share of the
+loop's time, so that polls stay on time under load). Every error is JSON
 ``{"apiVersion": "v1", "error": "one line"}``; an error of the daemon's own files or
 state (``errors.MonitorsError``, e.g. an unreadable state directory) is a 503 with its
 line; an unexpected exception is a 500
@@ -42,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from aiohttp import web
 
 from reconciler import errors, redaction
+from reconciler.server.admission import Admission
 from reconciler.server.options import HttpOptions
 
 if TYPE_CHECKING:
@@ -57,12 +60,6 @@ cost one read of the layers and one encoding a second."""
 SHARED_COST = 5.0
 """A shared answer that took ``t`` seconds to make is kept at least ``SHARED_COST * t``."""
 
-MAX_ACTIVE = 4
-"""Requests whose handler and answer run on the event loop at once (``Context.admission``);
-the others wait their turn (FIFO) within ``requestTimeout``, so a burst of 200 clients
-is served a few at a time between the engine's polls instead of in one long turn of
-the loop. ``/healthz`` and ``/readyz`` do not wait."""
-
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Auth = Literal["token", "open", "page", "self"]
 
@@ -76,8 +73,9 @@ class Route:
         path: an aiohttp path pattern (``/v1/monitors/{name}``).
         handler: ``async (request) -> response``; ``context(request)`` gives the daemon.
             Unless ``auth`` is ``"open"`` it runs, and its answer is written, within
-            ``Context.admission`` (``MAX_ACTIVE`` at once): a handler that waits on
-            something slow should answer first (202) rather than hold its turn.
+            its turn of ``Context.admission`` (``server.admission``: a few at once, a
+            bounded share of the loop's time): a handler that waits on something slow
+            should answer first (202) rather than hold its turn.
         auth: how the request is authenticated (module docstring).
         max_body: bytes the body may have (None: ``[http] maxBodyBytes``).
         refused: called with the request and the status when the guard refuses it
@@ -114,7 +112,9 @@ class Context:
         self.parts: dict[str, Any] = {}
         """What route modules keep for the server's life, by module (``server.hooks``'s
         receiver)."""
-        self.admission = asyncio.Semaphore(MAX_ACTIVE)
+        self.admission = Admission()
+        """Slots and loop-time budget of the requests that wait their turn
+        (``server.admission``)."""
         self._shared: dict[str, tuple[float, Any, float]] = {}  # key -> (at, value, cost)
         self._making: dict[str, asyncio.Future[Any]] = {}
 
@@ -224,7 +224,7 @@ def _guard(route: Route, options: HttpOptions) -> Handler:
             async with asyncio.timeout(options.timeout):
                 if route.auth == "open":  # probes never wait their turn
                     return await route.handler(request)
-                async with ctx.admission:
+                async with ctx.admission.turn():
                     response = await route.handler(request)
                     await response.prepare(request)  # the write is most of the cost
                     await response.write_eof()
