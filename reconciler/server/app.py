@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from aiohttp import web
 
 from reconciler import errors, redaction
+from reconciler.server import offload
 from reconciler.server.admission import Admission
 from reconciler.server.options import HttpOptions
 
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("monitors.http")
 
-API_VERSION = "v1"
+API_VERSION = offload.API_VERSION
 SHARED_TTL = 1.0
 """Seconds one computation of a shared answer (the monitor rows of ``client.views.rows``,
 the ``/metrics`` exposition) serves every request: 200 clients polling ``/v1/monitors``
@@ -113,6 +114,8 @@ class Context:
         """What route modules keep for the server's life, by module (``server.hooks``'s
         receiver)."""
         self.admission = Admission()
+        self.offload = offload.Offload()
+        """The helper process of the heavy views (``server.offload``)."""
         """Slots and loop-time budget of the requests that wait their turn
         (``server.admission``)."""
         self._shared: dict[str, tuple[float, Any, float]] = {}  # key -> (at, value, cost)
@@ -146,15 +149,25 @@ class Context:
         finally:
             self._making.pop(key, None)
 
+    async def rows_json(self) -> bytes:
+        """``GET /v1/monitors``'s body: ``client.views.rows`` of this daemon (what ``list
+        --json`` shows) encoded and redacted in the helper process (``server.offload``),
+        at most once per ``SHARED_TTL`` seconds (``shared``)."""
+        async def make() -> bytes:
+            return await self.offload.run(offload.rows_json, self.daemon.cfg, self.status(),
+                                          self.redactor.secrets)
+
+        body: bytes = await self.shared("rows", make)
+        return body
+
     async def rows(self) -> dict[str, Any]:
-        """``client.views.rows`` of this daemon (what ``list --json`` shows), computed
-        in a thread at most once per ``SHARED_TTL`` seconds (``shared``)."""
-        from reconciler.client import views
-
+        """``rows_json`` decoded (without ``apiVersion``), shared as it is."""
         async def make() -> dict[str, Any]:
-            return await asyncio.to_thread(views.rows, self.daemon.cfg, status=self.status())
+            doc: dict[str, Any] = json.loads(await self.rows_json())
+            doc.pop("apiVersion", None)
+            return doc
 
-        rows: dict[str, Any] = await self.shared("rows", make)
+        rows: dict[str, Any] = await self.shared("rows-decoded", make)
         return rows
 
     def authorized(self, request: web.Request) -> bool:
@@ -166,28 +179,9 @@ class Context:
 
     def json(self, data: Mapping[str, Any], *, status: int = 200,
              headers: Mapping[str, str] | None = None) -> web.Response:
-        """A JSON answer with ``apiVersion`` first, redacted."""
-        body = json.dumps({"apiVersion": API_VERSION, **data}, ensure_ascii=False,
-                          default=str)
-        return web.Response(text=self.redact_json(body, data), status=status,
+        """A JSON answer with ``apiVersion`` first, redacted (``offload.encode``)."""
+        return web.Response(text=offload.encode(data, self.redactor), status=status,
                             content_type="application/json", headers=headers)
-
-    def json_body(self, data: Mapping[str, Any]) -> bytes:
-        """The redacted UTF-8 JSON body of ``data`` with ``apiVersion`` (for ``shared``)."""
-        body = json.dumps({"apiVersion": API_VERSION, **data}, ensure_ascii=False,
-                          default=str)
-        return self.redact_json(body, data).encode()
-
-    def redact_json(self, body: str, data: Mapping[str, Any]) -> str:
-        """``body`` (the JSON of ``data``) with every secret masked: on the text when no
-        secret needs JSON escaping (one pass), else on the values before encoding."""
-        secrets = self.redactor.secrets
-        if not secrets:
-            return body
-        if any(json.dumps(s)[1:-1] != s for s in secrets):
-            value = self.redactor.redact_value({"apiVersion": API_VERSION, **data})
-            return json.dumps(value, ensure_ascii=False, default=str)
-        return self.redactor.redact(body)
 
 
 CONTEXT = web.AppKey("monitors.context", Context)
@@ -365,6 +359,7 @@ class HttpServer:
 
     async def close(self) -> None:
         """Stop listening; in-flight requests get a second to finish."""
+        self.ctx.offload.close()
         if self._runner is not None:
             runner, self._runner = self._runner, None
             try:

@@ -71,7 +71,7 @@ def test_sustained_requests_get_the_loop_share_and_a_burst_goes_through_at_once(
     clock = FakeClock()
 
     async def go() -> list[float]:
-        gate = Admission(slots=1, share=0.25, burst=0.05, clock=clock)
+        gate = Admission(slots=1, share=0.25, burst=0.05, clock=clock, cpu=clock.monotonic)
         admitted: list[float] = []
 
         async def request() -> None:
@@ -98,7 +98,7 @@ def test_overlapping_turns_are_charged_once_and_a_waiter_cancelled_pays_nothing(
     clock = FakeClock()
 
     async def go() -> tuple[float, int]:
-        gate = Admission(slots=4, share=0.5, burst=1.0, clock=clock)
+        gate = Admission(slots=4, share=0.5, burst=1.0, clock=clock, cpu=clock.monotonic)
         release = asyncio.Event()
 
         async def request() -> None:
