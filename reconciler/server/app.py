@@ -19,7 +19,9 @@ Every route declares how it is authenticated (``Route.auth``):
 Limits: a body over the route's ``max_body`` (default ``[http] maxBodyBytes``) is
 413 before it is read; a request over ``[http] requestTimeout`` is 503, and a
 connection idle (or sending an unfinished request) that long is closed; aiohttp
-answers a malformed request line or header with 400. Every error is JSON
+answers a malformed request line or header with 400. Requests (but the probes) take
+turns on the loop (``server.admission``: a few at once, and a bounded share of the
+loop's time, so that polls stay on time under load). Every error is JSON
 ``{"apiVersion": "v1", "error": "one line"}``; an error of the daemon's own files or
 state (``errors.MonitorsError``, e.g. an unreadable state directory) is a 503 with its
 line; an unexpected exception is a 500
@@ -42,6 +44,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from aiohttp import web
 
 from reconciler import errors, redaction
+from reconciler.server import offload
+from reconciler.server.admission import Admission
 from reconciler.server.options import HttpOptions
 
 if TYPE_CHECKING:
@@ -49,19 +53,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("monitors.http")
 
-API_VERSION = "v1"
+API_VERSION = offload.API_VERSION
 SHARED_TTL = 1.0
 """Seconds one computation of a shared answer (the monitor rows of ``client.views.rows``,
 the ``/metrics`` exposition) serves every request: 200 clients polling ``/v1/monitors``
 cost one read of the layers and one encoding a second."""
 SHARED_COST = 5.0
 """A shared answer that took ``t`` seconds to make is kept at least ``SHARED_COST * t``."""
-
-MAX_ACTIVE = 4
-"""Requests whose handler and answer run on the event loop at once (``Context.admission``);
-the others wait their turn (FIFO) within ``requestTimeout``, so a burst of 200 clients
-is served a few at a time between the engine's polls instead of in one long turn of
-the loop. ``/healthz`` and ``/readyz`` do not wait."""
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Auth = Literal["token", "open", "page", "self"]
@@ -76,8 +74,9 @@ class Route:
         path: an aiohttp path pattern (``/v1/monitors/{name}``).
         handler: ``async (request) -> response``; ``context(request)`` gives the daemon.
             Unless ``auth`` is ``"open"`` it runs, and its answer is written, within
-            ``Context.admission`` (``MAX_ACTIVE`` at once): a handler that waits on
-            something slow should answer first (202) rather than hold its turn.
+            its turn of ``Context.admission`` (``server.admission``: a few at once, a
+            bounded share of the loop's time): a handler that waits on something slow
+            should answer first (202) rather than hold its turn.
         auth: how the request is authenticated (module docstring).
         max_body: bytes the body may have (None: ``[http] maxBodyBytes``).
         refused: called with the request and the status when the guard refuses it
@@ -114,7 +113,11 @@ class Context:
         self.parts: dict[str, Any] = {}
         """What route modules keep for the server's life, by module (``server.hooks``'s
         receiver)."""
-        self.admission = asyncio.Semaphore(MAX_ACTIVE)
+        self.admission = Admission()
+        self.offload = offload.Offload()
+        """The helper process of the heavy views (``server.offload``)."""
+        """Slots and loop-time budget of the requests that wait their turn
+        (``server.admission``)."""
         self._shared: dict[str, tuple[float, Any, float]] = {}  # key -> (at, value, cost)
         self._making: dict[str, asyncio.Future[Any]] = {}
 
@@ -146,15 +149,25 @@ class Context:
         finally:
             self._making.pop(key, None)
 
+    async def rows_json(self) -> bytes:
+        """``GET /v1/monitors``'s body: ``client.views.rows`` of this daemon (what ``list
+        --json`` shows) encoded and redacted in the helper process (``server.offload``),
+        at most once per ``SHARED_TTL`` seconds (``shared``)."""
+        async def make() -> bytes:
+            return await self.offload.run(offload.rows_json, self.daemon.cfg, self.status(),
+                                          self.redactor.secrets)
+
+        body: bytes = await self.shared("rows", make)
+        return body
+
     async def rows(self) -> dict[str, Any]:
-        """``client.views.rows`` of this daemon (what ``list --json`` shows), computed
-        in a thread at most once per ``SHARED_TTL`` seconds (``shared``)."""
-        from reconciler.client import views
-
+        """``rows_json`` decoded (without ``apiVersion``), shared as it is."""
         async def make() -> dict[str, Any]:
-            return await asyncio.to_thread(views.rows, self.daemon.cfg, status=self.status())
+            doc: dict[str, Any] = json.loads(await self.rows_json())
+            doc.pop("apiVersion", None)
+            return doc
 
-        rows: dict[str, Any] = await self.shared("rows", make)
+        rows: dict[str, Any] = await self.shared("rows-decoded", make)
         return rows
 
     def authorized(self, request: web.Request) -> bool:
@@ -166,28 +179,9 @@ class Context:
 
     def json(self, data: Mapping[str, Any], *, status: int = 200,
              headers: Mapping[str, str] | None = None) -> web.Response:
-        """A JSON answer with ``apiVersion`` first, redacted."""
-        body = json.dumps({"apiVersion": API_VERSION, **data}, ensure_ascii=False,
-                          default=str)
-        return web.Response(text=self.redact_json(body, data), status=status,
+        """A JSON answer with ``apiVersion`` first, redacted (``offload.encode``)."""
+        return web.Response(text=offload.encode(data, self.redactor), status=status,
                             content_type="application/json", headers=headers)
-
-    def json_body(self, data: Mapping[str, Any]) -> bytes:
-        """The redacted UTF-8 JSON body of ``data`` with ``apiVersion`` (for ``shared``)."""
-        body = json.dumps({"apiVersion": API_VERSION, **data}, ensure_ascii=False,
-                          default=str)
-        return self.redact_json(body, data).encode()
-
-    def redact_json(self, body: str, data: Mapping[str, Any]) -> str:
-        """``body`` (the JSON of ``data``) with every secret masked: on the text when no
-        secret needs JSON escaping (one pass), else on the values before encoding."""
-        secrets = self.redactor.secrets
-        if not secrets:
-            return body
-        if any(json.dumps(s)[1:-1] != s for s in secrets):
-            value = self.redactor.redact_value({"apiVersion": API_VERSION, **data})
-            return json.dumps(value, ensure_ascii=False, default=str)
-        return self.redactor.redact(body)
 
 
 CONTEXT = web.AppKey("monitors.context", Context)
@@ -224,7 +218,7 @@ def _guard(route: Route, options: HttpOptions) -> Handler:
             async with asyncio.timeout(options.timeout):
                 if route.auth == "open":  # probes never wait their turn
                     return await route.handler(request)
-                async with ctx.admission:
+                async with ctx.admission.turn():
                     response = await route.handler(request)
                     await response.prepare(request)  # the write is most of the cost
                     await response.write_eof()
@@ -365,6 +359,7 @@ class HttpServer:
 
     async def close(self) -> None:
         """Stop listening; in-flight requests get a second to finish."""
+        self.ctx.offload.close()
         if self._runner is not None:
             runner, self._runner = self._runner, None
             try:

@@ -1,5 +1,6 @@
-"""``server.app``'s admission: at most ``MAX_ACTIVE`` requests run their handler and
-answer on the event loop at once; the rest wait their turn; the probes never wait.
+"""``server.admission``: at most ``MAX_ACTIVE`` requests run their handler and answer on
+the event loop at once, within a loop-time budget; the rest wait their turn; the probes
+never wait.
 
 In-process (the real aiohttp server on a loopback port, real HTTP clients) with
 routes of the test's own: a real daemon cannot be given a handler that blocks."""
@@ -11,11 +12,14 @@ from types import SimpleNamespace
 from typing import Any
 
 import httpx
+import pytest
 from aiohttp import web
 
 from reconciler import redaction
-from reconciler.server import app
+from reconciler.server import admission, app
+from reconciler.server.admission import Admission
 from reconciler.server.options import HttpOptions
+from tests.helpers import FakeClock
 
 TOKEN = "test-token-0123456789abcdef"
 
@@ -45,8 +49,8 @@ def test_at_most_max_active_requests_run_at_once_and_probes_never_wait() -> None
             async with httpx.AsyncClient(base_url=str(server.url), timeout=10, headers={
                     "Authorization": f"Bearer {TOKEN}"}) as client:
                 many = [asyncio.ensure_future(client.get("/slow"))
-                        for _ in range(3 * app.MAX_ACTIVE)]
-                while active["now"] < app.MAX_ACTIVE:  # bounded by the test's timeout
+                        for _ in range(3 * admission.MAX_ACTIVE)]
+                while active["now"] < admission.MAX_ACTIVE:  # bounded by the test's timeout
                     await asyncio.sleep(0.01)
                 probed = (await client.get("/probe")).status_code  # while all are busy
                 await asyncio.sleep(0.1)  # a chance for a seventh handler to start
@@ -56,6 +60,59 @@ def test_at_most_max_active_requests_run_at_once_and_probes_never_wait() -> None
             await server.close()
 
     statuses, probed = asyncio.run(go())
-    assert statuses == [200] * (3 * app.MAX_ACTIVE)
+    assert statuses == [200] * (3 * admission.MAX_ACTIVE)
     assert probed == 200
-    assert active["most"] == app.MAX_ACTIVE
+    assert active["most"] == admission.MAX_ACTIVE
+
+
+def test_sustained_requests_get_the_loop_share_and_a_burst_goes_through_at_once() -> None:
+    """The budget: turns totalling ``burst`` seconds go through at once; past it, a turn
+    waits until ``share`` of the elapsed time pays for what was spent (token bucket)."""
+    clock = FakeClock()
+
+    async def go() -> list[float]:
+        gate = Admission(slots=1, share=0.25, burst=0.05, clock=clock, cpu=clock.monotonic)
+        admitted: list[float] = []
+
+        async def request() -> None:
+            async with gate.turn():
+                admitted.append(clock.now)
+                clock.now += 0.04  # 40 ms on the loop
+
+        tasks = [asyncio.ensure_future(request()) for _ in range(4)]
+        for _ in range(100):  # virtual time; bounded
+            await clock.advance(0.01)
+            if all(t.done() for t in tasks):
+                break
+        assert gate.waited >= 2
+        return [round(t - admitted[0], 3) for t in admitted]
+
+    starts = asyncio.run(go())
+    # 1st: bucket 0.05 -> 0.02 (charged 0.04, refilled 0.01 meanwhile); the 2nd goes at
+    # once (bucket >= 0) and leaves it at -0.01: the 3rd waits 0.04 s for it to refill
+    # and leaves it at -0.03; from then on each 40 ms turn waits 120 ms (the share)
+    assert starts == pytest.approx([0.0, 0.04, 0.12, 0.28])
+
+
+def test_overlapping_turns_are_charged_once_and_a_waiter_cancelled_pays_nothing() -> None:
+    clock = FakeClock()
+
+    async def go() -> tuple[float, int]:
+        gate = Admission(slots=4, share=0.5, burst=1.0, clock=clock, cpu=clock.monotonic)
+        release = asyncio.Event()
+
+        async def request() -> None:
+            async with gate.turn():
+                await release.wait()
+
+        tasks = [asyncio.ensure_future(request()) for _ in range(4)]
+        await asyncio.sleep(0)
+        clock.now += 0.4  # four turns overlap for 0.4 s: 0.4 s of loop time, not 1.6
+        release.set()
+        await asyncio.gather(*tasks)
+        gate._account()
+        return gate._tokens, gate.waited
+
+    tokens, waited = asyncio.run(go())
+    assert tokens == pytest.approx(1.0 - 0.4 + 0.4 * 0.5)
+    assert waited == 0

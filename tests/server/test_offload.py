@@ -1,0 +1,65 @@
+"""``server.offload``: heavy views run in a helper process (not the daemon's), started on
+first use, replaced when it dies, stopped when idle; ``rows_json`` is ``list --json``'s
+document, redacted."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from reconciler import errors, settings
+from reconciler.server import offload
+from tests import factories
+from tests.helpers import until
+
+
+def test_a_job_runs_in_another_process_and_a_dead_worker_is_replaced() -> None:
+    async def go() -> None:
+        helper = offload.Offload()
+        try:
+            pid = await helper.run(os.getpid)
+            assert pid != os.getpid() and pid == helper.pid
+            os.kill(pid, signal.SIGKILL)
+            with pytest.raises(errors.StateError, match="view worker stopped"):
+                for _ in range(50):  # the pool notices the death on its next call
+                    await helper.run(os.getpid)
+                    await asyncio.sleep(0.05)
+            again = await helper.run(os.getpid)
+            assert again not in (pid, os.getpid())
+            assert helper.started == 2
+        finally:
+            helper.close()
+
+    asyncio.run(go())
+
+
+def test_the_worker_stops_when_idle() -> None:
+    async def go() -> None:
+        helper = offload.Offload(idle=0.2)
+        try:
+            pid = await helper.run(os.getpid)
+            await until(lambda: helper.pid is None, timeout=10)
+            await until(lambda: not Path(f"/proc/{pid}").exists(), timeout=10)
+        finally:
+            helper.close()
+
+    asyncio.run(go())
+
+
+def test_rows_json_is_the_list_document_with_secrets_masked(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    (root / "monitors.d").mkdir(parents=True)
+    (root / "monitors.d" / "disk.yml").write_text(factories.monitor_yaml("disk", "df -h"))
+    cfg = settings.load(root=root, device="laptop")
+    plain = json.loads(offload.rows_json(cfg, {}, ()))
+    assert plain["apiVersion"] == "v1"
+    assert [row["name"] for row in plain["monitors"]] == ["disk"]
+    assert plain["problems"] == []
+    assert plain["device"] == "laptop"
+    masked = offload.rows_json(cfg, {}, ("laptop",))  # a secret equal to a value shown
+    assert b"laptop" not in masked and json.loads(masked)["device"] == "***"
