@@ -23,6 +23,7 @@ module imports neither aiohttp nor the daemon, so the worker's start-up stays sm
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import multiprocessing
 import os
@@ -139,11 +140,15 @@ class Offload:
         processes = getattr(self._pool, "_processes", None) or {}
         return next(iter(processes), None)
 
-    def close(self) -> None:
-        """Stop the worker (the daemon is stopping)."""
+    async def close(self, timeout: float = 5.0) -> None:
+        """Stop the worker (the daemon is stopping): pending calls are cancelled and the
+        worker is waited for up to ``timeout`` seconds (past that it exits by itself
+        when the daemon does, ``_watch_parent``)."""
         if self._stopper is not None:
             self._stopper.cancel()
             self._stopper = None
         if self._pool is not None:
             pool, self._pool = self._pool, None
-            pool.shutdown(wait=False, cancel_futures=True)
+            stopping = asyncio.to_thread(pool.shutdown, wait=True, cancel_futures=True)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stopping, timeout)

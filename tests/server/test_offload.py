@@ -36,7 +36,7 @@ def test_a_job_runs_in_another_process_and_a_dead_worker_is_replaced() -> None:
             assert again not in (pid, os.getpid())
             assert helper.started == 2
         finally:
-            helper.close()
+            await helper.close()
 
     asyncio.run(go())
 
@@ -49,7 +49,7 @@ def test_the_worker_stops_when_idle() -> None:
             await until(lambda: helper.pid is None, timeout=10)
             await until(lambda: not Path(f"/proc/{pid}").exists(), timeout=10)
         finally:
-            helper.close()
+            await helper.close()
 
     asyncio.run(go())
 
