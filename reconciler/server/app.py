@@ -359,7 +359,7 @@ class HttpServer:
 
     async def close(self) -> None:
         """Stop listening; in-flight requests get a second to finish."""
-        self.ctx.offload.close()
+        await self.ctx.offload.close()
         if self._runner is not None:
             runner, self._runner = self._runner, None
             try:

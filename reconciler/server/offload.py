@@ -13,7 +13,8 @@ The helper is one ``concurrent.futures.ProcessPoolExecutor`` worker, started wit
 ``spawn`` (a fresh interpreter, never a fork of the threaded daemon) on first use and
 stopped after ``IDLE`` seconds without one: a daemon nobody queries keeps no second
 process. A call whose worker dies fails with ``errors.StateError`` (a 503) and the
-next call starts a new worker.
+next call starts a new worker. The worker exits within a second of the daemon's death
+(even ``kill -9``: it watches its parent), so no helper outlives its daemon.
 
 The jobs are module-level functions of this module (they are pickled by name); this
 module imports neither aiohttp nor the daemon, so the worker's start-up stays small.
@@ -22,8 +23,12 @@ module imports neither aiohttp nor the daemon, so the worker's start-up stays sm
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import multiprocessing
+import os
+import threading
+import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -66,6 +71,19 @@ def rows_json(cfg: Settings, status: Mapping[str, Any], secrets: tuple[str, ...]
     return encode(views.rows(cfg, status=status), redaction.Redactor(secrets)).encode()
 
 
+def _watch_parent(parent: int, every: float = 1.0) -> None:
+    """Worker initializer: exit as soon as ``parent`` (the daemon) is gone. A spawned
+    worker waits on its call queue forever otherwise, since it holds that pipe's write
+    end too and never sees EOF."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="monitors:parent-watch", daemon=True).start()
+
+
 class Offload:
     """The helper process (module docstring).
 
@@ -91,7 +109,8 @@ class Offload:
         loop = asyncio.get_running_loop()
         if self._pool is None:
             self._pool = ProcessPoolExecutor(
-                max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+                max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                initializer=_watch_parent, initargs=(os.getpid(),))
             self.started += 1
         pool = self._pool
         self._calls += 1
@@ -121,11 +140,15 @@ class Offload:
         processes = getattr(self._pool, "_processes", None) or {}
         return next(iter(processes), None)
 
-    def close(self) -> None:
-        """Stop the worker (the daemon is stopping)."""
+    async def close(self, timeout: float = 5.0) -> None:
+        """Stop the worker (the daemon is stopping): pending calls are cancelled and the
+        worker is waited for up to ``timeout`` seconds (past that it exits by itself
+        when the daemon does, ``_watch_parent``)."""
         if self._stopper is not None:
             self._stopper.cancel()
             self._stopper = None
         if self._pool is not None:
             pool, self._pool = self._pool, None
-            pool.shutdown(wait=False, cancel_futures=True)
+            stopping = asyncio.to_thread(pool.shutdown, wait=True, cancel_futures=True)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stopping, timeout)

@@ -8,6 +8,9 @@ import asyncio
 import json
 import os
 import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -33,7 +36,7 @@ def test_a_job_runs_in_another_process_and_a_dead_worker_is_replaced() -> None:
             assert again not in (pid, os.getpid())
             assert helper.started == 2
         finally:
-            helper.close()
+            await helper.close()
 
     asyncio.run(go())
 
@@ -46,7 +49,7 @@ def test_the_worker_stops_when_idle() -> None:
             await until(lambda: helper.pid is None, timeout=10)
             await until(lambda: not Path(f"/proc/{pid}").exists(), timeout=10)
         finally:
-            helper.close()
+            await helper.close()
 
     asyncio.run(go())
 
@@ -63,3 +66,31 @@ def test_rows_json_is_the_list_document_with_secrets_masked(tmp_path: Path) -> N
     assert plain["device"] == "laptop"
     masked = offload.rows_json(cfg, {}, ("laptop",))  # a secret equal to a value shown
     assert b"laptop" not in masked and json.loads(masked)["device"] == "***"
+
+
+def test_the_worker_does_not_outlive_a_killed_daemon(tmp_path: Path) -> None:
+    script = tmp_path / "owner.py"
+    script.write_text(
+        "import asyncio, os, signal\n"
+        "from reconciler.server import offload\n"
+        "async def main():\n"
+        "    helper = offload.Offload()\n"
+        "    print(await helper.run(os.getpid), flush=True)\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+        "if __name__ == '__main__':\n"
+        "    asyncio.run(main())\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=60, cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    worker = int(done.stdout.split()[0])
+    deadline = time.monotonic() + 15
+    while Path(f"/proc/{worker}").exists() and "Z" not in _state(worker):
+        assert time.monotonic() < deadline, "the worker outlived its daemon"
+        time.sleep(0.1)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
