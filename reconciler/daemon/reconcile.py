@@ -129,7 +129,8 @@ class Reconciler:
 
     async def recover(self) -> None:
         """Sweep crash leftovers (``state.leftovers``) and settle unfinished fires
-        (``actions.recovery``), each logged in one line."""
+        (``actions.recovery``), each logged in one line. The layers are read for it
+        only when a fire is unfinished (a clean start reads them once, to reconcile)."""
         from reconciler.actions import recovery
         from reconciler.state import leftovers
 
@@ -139,6 +140,9 @@ class Reconciler:
             log.info("%s", swept.summary())
         for line in swept.kept:
             log.warning("%s", line)
+        unfinished = await asyncio.to_thread(self.parts.store.unfinished_fires)
+        if not unfinished:
+            return
         if self.git is not None:  # the working tree is not what runs: the last applied set
             monitors: dict[str, Monitor] = {str(n): m for n, m in self.boot_good.items()}
             self.redactor.add_all(redaction.collect(list(self.boot_good.values()),
@@ -147,7 +151,8 @@ class Reconciler:
             snap = await asyncio.to_thread(self.read_snapshot, self.boot_good, with_git=False)
             self.register_secrets(snap)
             monitors = {str(n): m for n, m in snap.desired.monitors.items()}
-        done = await recovery.recover(self.parts.store, monitors, self.parts.dispatcher)
+        done = await recovery.recover(self.parts.store, monitors, self.parts.dispatcher,
+                                      unfinished=unfinished)
         for item in done:
             log.info("recovered %s fire %s (%s): %s", item.monitor, item.event_id,
                      item.outcome, item.reason)

@@ -22,7 +22,7 @@ import json, sys
 from reconciler.cli import main
 rc = main.run(sys.argv[1:])
 heavy = sorted({m.split(".")[0] for m in sys.modules}
-               & {"httpx", "httpcore", "anyio", "jinja2", "apprise"})
+               & {"httpx", "httpcore", "anyio", "jinja2", "apprise", "prometheus_client"})
 print(json.dumps({"rc": rc, "heavy": heavy}))
 """
 
