@@ -150,6 +150,8 @@ class Daemon:
             self.cfg, self.registry, redactor=self.redactor, on_autopause=self._autopaused_now,
             spread_first_polls=not self.options.once)
         self.parts.engine.resume = not self.options.once  # --once polls every monitor now
+        # --once: no own liveness.json per first check; the flush at stop writes them all
+        self.parts.engine.first_check_files = not self.options.once
         server: control.ControlServer | None = None
         watcher: watch.Watcher | None = None
         started: list[Service] = []
