@@ -21,7 +21,8 @@ Life cycle (``Daemon.run``):
    sent (``daemon.sdnotify``);
    SIGTERM/SIGINT: stop the evaluators (in-flight state writes finish), drain the
    dispatcher briefly, flush liveness, publish the registry as not running,
-   remove the socket, release the lock, exit 0.
+   remove the socket, release the lock, exit 0. (``--once`` publishes the registry
+   only here, once; if that fails, it exits 1 as a failed publish at a reconcile does.)
 6. the lock file is checked every ``LOCK_CHECK`` seconds (and on every reconcile
    tick): when it was deleted or replaced (``rm -rf .history`` under a running
    daemon), a second daemon may now own the directory, so this one logs one line,
@@ -76,10 +77,12 @@ class Daemon:
         self.reconciler = reconcile_mod.Reconciler(
             cfg, self.registry, redactor=self.redactor, boot_good={},
             allow_mass_stop=self.options.allow_mass_stop,
-            on_started=None if self.options.once else self._started)
+            on_started=None if self.options.once else self._started,
+            publish=not self.options.once)  # --once publishes running.json at stop only
         self.operations = operations.Operations(self.reconciler)
         self.parts: parts_mod.Parts | None = None
         self.lost: str | None = None  # why the state lock no longer holds (then exit 1)
+        self._unpublished: errors.StateError | None = None  # --once: publish at stop failed
         self.on_ready: Callable[[], None] | None = None  # called once serving (start report)
         self._stopping: asyncio.Event | None = None
         self._trigger: watch.Trigger | None = None
@@ -205,6 +208,8 @@ class Daemon:
                 # (with the lock lost the socket path may be another daemon's: leave it)
                 await server.close()
             await self._shutdown()
+        if self._unpublished is not None:  # --once: its one publish failed (exit 1)
+            raise self._unpublished
         return int(errors.ExitCode.ERROR) if self.lost is not None else rc
 
     # -- signals -----------------------------------------------------------------
@@ -384,6 +389,10 @@ class Daemon:
         try:
             await asyncio.to_thread(registry_mod.publish, self.cfg.state_dir, self.registry)
         except OSError as e:
-            log.error("cannot publish running.json at exit: %s", direrrors.state_error(
-                self.cfg.state_dir, e))
+            if self.options.once:  # its only publish: fail the run as a reconcile would
+                self._unpublished = direrrors.state_error(self.cfg.state_dir, e,
+                                                          doing=reconcile_mod.PUBLISHING)
+            else:
+                log.error("cannot publish running.json at exit: %s", direrrors.state_error(
+                    self.cfg.state_dir, e))
         log.info("stopped (%d monitors were running)", len(self.registry.entries))

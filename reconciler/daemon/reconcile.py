@@ -36,6 +36,8 @@ from reconciler.state import registry as registry_mod
 
 log = logging.getLogger("monitors.daemon")
 
+PUBLISHING = "publish the running registry"
+"""What a failed publish of ``running.json`` was doing (``direrrors.state_error``)."""
 PAUSE_MARGIN = 0.5
 """Seconds after a pause's ``until`` at which the daemon reconciles to resume the monitor."""
 
@@ -63,18 +65,23 @@ class Reconciler:
         allow_mass_stop: never hold stops (``--allow-mass-stop``).
         on_started: called with the names started by a reconcile (the daemon logs their
             first polls); not called for ``--once``.
+        publish: publish ``running.json`` after each reconcile that changed it; False
+            for ``run --once``, whose daemon publishes it once, when it stops (views
+            show a one-shot run as not running: no control socket answers).
     """
 
     def __init__(self, cfg: settings.Settings, registry: registry_mod.Registry, *,
                  redactor: redaction.Redactor, boot_good: Mapping[MonitorName, Monitor],
                  allow_mass_stop: bool = False,
-                 on_started: Callable[[list[MonitorName]], None] | None = None) -> None:
+                 on_started: Callable[[list[MonitorName]], None] | None = None,
+                 publish: bool = True) -> None:
         self.cfg = cfg
         self.registry = registry
         self.redactor = redactor
         self.boot_good = dict(boot_good)
         self.allow_mass_stop = allow_mass_stop
         self.on_started = on_started
+        self.publish = publish
         self.last = Last()
         self.parts: parts_mod.Parts | None = None  # set once built (``daemon.main``)
         self.pause_due: float | None = None  # monotonic time of the next pause expiry
@@ -223,10 +230,11 @@ class Reconciler:
             quiet = same and not (applied.changed or applied.failed)
             self._plan_memo = None if applied.changed else (memo, plan, snap)
             try:
-                await asyncio.to_thread(self._publish_if_changed, quiet)
+                if self.publish:
+                    await asyncio.to_thread(self._publish_if_changed, quiet)
             except OSError as e:
                 raise direrrors.state_error(self.cfg.state_dir, e,
-                                            doing="publish the running registry") from e
+                                            doing=PUBLISHING) from e
             self.last.at = self.registry.applied_at
             self.last.summary = plan.summary()
             self.last.trigger = trigger

@@ -27,9 +27,24 @@ print(json.dumps({"rc": rc, "heavy": heavy}))
 """
 
 
-def run_once(repo: Repo) -> tuple[dict[str, object], str]:
+WRITES = """
+import collections, json, sys
+from reconciler import atomic
+from reconciler.cli import main
+writes = collections.Counter()
+write_bytes = atomic.write_bytes
+def counted(path, data, **kw):
+    writes[path.name] += 1
+    return write_bytes(path, data, **kw)
+atomic.write_bytes = counted
+rc = main.run(sys.argv[1:])
+print(json.dumps({"rc": rc, "writes": writes}))
+"""
+
+
+def run_once(repo: Repo, driver: str = DRIVER) -> tuple[dict[str, object], str]:
     done = subprocess.run(
-        [sys.executable, "-c", DRIVER, "--root", str(repo.root), "--state-dir",
+        [sys.executable, "-c", driver, "--root", str(repo.root), "--state-dir",
          str(repo.state), "--device", "test", "run", "--once", "--wait", "20s"],
         capture_output=True, text=True, timeout=60, cwd=ROOT)
     return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
@@ -49,6 +64,30 @@ def test_run_once_of_command_monitors_imports_no_http_or_template_library(
     second, log = run_once(repo)
     assert second["rc"] == 0 and "NOTIFY c0: c0 saw b" in log
     assert second["heavy"] == ["jinja2"]
+
+
+def test_run_once_writes_the_registry_and_the_heartbeats_once_at_stop(repo: Repo) -> None:
+    # Every atomic write counted by file name: running.json once (at stop), the
+    # aggregate liveness.json once (the closing flush), and a monitor's own
+    # liveness.json only when its error line changed, not after each first check.
+    repo.write("monitors.d/ok.yml", monitor_yaml("ok", "[echo, hi]", interval="1h"))
+    repo.write("monitors.d/bad.yml", monitor_yaml("bad", "[/no/such/program]",
+                                                  interval="1h"))
+    for _ in range(2):  # a first run, then one with a state directory in use
+        result, log = run_once(repo, WRITES)
+        assert result["rc"] == 0, log
+        assert "polled ok" in log and "poll failed: bad" in log
+        writes = result["writes"]
+        assert isinstance(writes, dict)
+        assert writes.get("running.json") == 1, writes
+        assert writes.get("liveness.json") in (2, 1), writes  # bad's own file: 1st run only
+    assert not (repo.state / "monitors" / "ok" / "liveness.json").exists()
+    own = json.loads((repo.state / "monitors" / "bad" / "liveness.json").read_text())
+    assert "No such file" in own["lastError"]
+    registry = json.loads((repo.state / "running.json").read_text())
+    assert registry["daemon"]["running"] is False and set(registry["monitors"]) == {"ok", "bad"}
+    beats = json.loads((repo.state / "liveness.json").read_text())["monitors"]
+    assert beats["ok"]["checkCount"] == 2 and beats["bad"]["consecutiveErrors"] == 2
 
 
 def test_without_a_first_poll_rate_every_started_monitor_polls_at_once(
