@@ -45,10 +45,10 @@ import signal
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from reconciler import errors, processes, redaction, settings, timestamps
-from reconciler.daemon import control, operations, protocol, reload, sdnotify, watch
+from reconciler.daemon import operations, protocol, sdnotify, watch
 from reconciler.daemon import parts as parts_mod
 from reconciler.daemon import reconcile as reconcile_mod
 from reconciler.daemon.options import Options, Service
@@ -56,6 +56,9 @@ from reconciler.model import MonitorName
 from reconciler.state import direrrors
 from reconciler.state import lock as lock_mod
 from reconciler.state import registry as registry_mod
+
+if TYPE_CHECKING:  # imported when serving (not for --once)
+    from reconciler.daemon import control
 
 log = logging.getLogger("monitors.daemon")
 
@@ -165,6 +168,8 @@ class Daemon:
             if self.options.once:
                 rc = await self._once(applied.started)
             else:
+                from reconciler.daemon import control
+
                 server = control.ControlServer(
                     self.cfg.state_dir, self.operations.answer,
                     settings_digest=protocol.settings_digest(self.cfg))
@@ -278,6 +283,8 @@ class Daemon:
             if self._reload_requested:
                 self._reload_requested = False
                 self.notifier.reloading()
+                from reconciler.daemon import reload
+
                 await reload.apply(self)
                 next_resync = now + self.options.resync  # [daemon] resync may have changed
                 trigger = "SIGHUP"

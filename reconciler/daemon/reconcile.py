@@ -22,17 +22,19 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reconciler import errors, redaction, settings, snapshot, timestamps
-from reconciler.config import gitfollow
-from reconciler.daemon import gitmode, metrics, supervisor
+from reconciler.daemon import metrics, supervisor
 from reconciler.daemon import parts as parts_mod
 from reconciler.model import Monitor, MonitorName
 from reconciler.planning import desired as desired_mod
 from reconciler.planning import plan as plan_mod
 from reconciler.state import direrrors
 from reconciler.state import registry as registry_mod
+
+if TYPE_CHECKING:  # git mode only (``follow``): no git modules for a local repository
+    from reconciler.daemon import gitmode
 
 log = logging.getLogger("monitors.daemon")
 
@@ -100,12 +102,16 @@ class Reconciler:
         Raises:
             errors.ConfigError: ``[git] fetch`` is not a duration.
         """
+        from reconciler.config import gitfollow
+
         git = gitfollow.git_settings(self.cfg)
         old = self.git
         self._shared_toml = None  # a SIGHUP reconfigured the parts from the local file
         if git is None:
             self.git = None
             return
+        from reconciler.daemon import gitmode
+
         self.git = gitmode.Tracker(self.cfg, git,
                                    applied=old.revisions.applied if old else applied)
         if old is not None and old.revisions.ref == git.ref:
