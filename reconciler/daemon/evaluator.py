@@ -181,6 +181,11 @@ class Engine(Pipeline):
     async def stop(self, name: MonitorName | str) -> None:
         """Stop evaluating ``name``: a poll still observing is cancelled, one already
         persisting or dispatching is let finish. No-op when not running."""
+        await self._stop(name, forget=True)
+
+    async def _stop(self, name: MonitorName | str, *, forget: bool) -> None:
+        """``stop``; ``forget``: drop the store's in-memory caches of ``name`` (not
+        when the whole engine closes: its closing flush writes them as they are)."""
         entry = self._entries.pop(MonitorName(name), None)
         if entry is None:
             return
@@ -197,7 +202,8 @@ class Engine(Pipeline):
         if entry.monitor.owners and self.owners is not None:
             await self.owners.release(entry.monitor.name)  # a listed device takes it now
         self._first_done(entry, None)
-        await asyncio.to_thread(self.store.forget, entry.monitor.name)
+        if forget:
+            await asyncio.to_thread(self.store.forget, entry.monitor.name)
 
     async def replace(self, monitor: Monitor) -> None:
         """Stop then start ``monitor`` (a new fingerprint starts a new baseline:
@@ -274,7 +280,7 @@ class Engine(Pipeline):
         """Stop every monitor, then flush liveness. The source context stays open
         (its owner closes it)."""
         self._closed = True
-        await asyncio.gather(*(self.stop(n) for n in list(self._entries)))
+        await asyncio.gather(*(self._stop(n, forget=False) for n in list(self._entries)))
         if self._scheduler is not None:
             self._scheduler.close()
         if self._flusher is not None:
