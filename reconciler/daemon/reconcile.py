@@ -102,9 +102,11 @@ class Reconciler:
         Raises:
             errors.ConfigError: ``[git] fetch`` is not a duration.
         """
-        from reconciler.config import gitfollow
+        git = None
+        if self.cfg.section("git"):  # (without [git], no git module is imported)
+            from reconciler.config import gitfollow
 
-        git = gitfollow.git_settings(self.cfg)
+            git = gitfollow.git_settings(self.cfg)
         old = self.git
         self._shared_toml = None  # a SIGHUP reconfigured the parts from the local file
         if git is None:
