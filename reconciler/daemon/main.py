@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from reconciler import errors, processes, redaction, settings, timestamps
-from reconciler.daemon import operations, protocol, sdnotify, watch
+from reconciler.daemon import operations, sdnotify, watch
 from reconciler.daemon import parts as parts_mod
 from reconciler.daemon import reconcile as reconcile_mod
 from reconciler.daemon.options import Options, Service
@@ -168,7 +168,7 @@ class Daemon:
             if self.options.once:
                 rc = await self._once(applied.started)
             else:
-                from reconciler.daemon import control
+                from reconciler.daemon import control, protocol
 
                 server = control.ControlServer(
                     self.cfg.state_dir, self.operations.answer,
