@@ -5,6 +5,7 @@ collection (``one_shot_gc``). Read by ``monitors run`` and by a SIGHUP reload
 
 from __future__ import annotations
 
+import atexit
 import gc
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -74,9 +75,18 @@ def one_shot_gc() -> None:
     ``ONE_SHOT_GC_THRESHOLD`` (as mypy does for a build); reference counting still
     frees everything that is not a cycle at once. It is not lowered again at the end:
     the objects counted meanwhile would then be collected right away, once more for
-    nothing, just before the interpreter's own final collection. The long-running
-    daemon keeps the defaults."""
+    nothing.
+
+    The heap is also frozen (``gc.freeze``, an ``atexit`` handler: after the run has
+    returned and its threads were joined) before the interpreter's final collection,
+    which would otherwise walk every object once more, about 25 ms of CPU after a run
+    of 100 command monitors, for memory the process gives back as it ends.
+    Module teardown still finalizes what is not in a cycle; nothing durable is left to
+    a finalizer (every state write is complete, and fsynced where it must be, before
+    the run returns). The long-running daemon keeps the defaults."""
     gc.set_threshold(ONE_SHOT_GC_THRESHOLD, *gc.get_threshold()[1:])
+    atexit.unregister(gc.freeze)  # registered once, however many runs (tests run several)
+    atexit.register(gc.freeze)
 
 
 def resync_seconds(cfg: settings.Settings) -> float:
