@@ -11,7 +11,7 @@ urlwatch is installed with pip into its own virtual environment (default
 Its HOME, config, cache and hooks live in the temp directory of the run.
 
 Also printed: the heavy modules the one-shot run imported (``python -X importtime``):
-a run of command monitors needs none of httpx, jinja2, apprise.
+a run of command monitors needs none of httpx, jinja2, apprise, prometheus_client.
 
 Usage::
 
@@ -34,7 +34,7 @@ from pathlib import Path
 URLWATCH = "urlwatch==2.29"
 """The peer, pinned so figures compare across runs."""
 
-HEAVY = ("httpx", "httpcore", "anyio", "jinja2", "apprise")
+HEAVY = ("httpx", "httpcore", "anyio", "jinja2", "apprise", "prometheus_client")
 
 
 def ensure_urlwatch(venv: Path) -> Path:

@@ -17,7 +17,7 @@ Rules:
   it running; ``close`` releases the pipes so no transport is finalized after the
   event loop closed ("Event loop is closed");
 * ``tracker`` (None by default), when set, hears of every group started
-  (``started(pid)`` once the child exists) and ended (``ended(pid)`` when its pipes
+  (``started(pid, start)`` once the child exists) and ended (``ended(pid)`` when its pipes
   are released, after its group was killed): the daemon records them to kill what
   a ``kill -9`` of it left behind (``daemon.orphans``);
 * a pid is ``alive`` when it exists and is not a zombie (``/proc/<pid>/stat``
@@ -79,8 +79,9 @@ def use_pidfd_watcher() -> bool:
 class Tracker(Protocol):
     """Told of every process group ``spawn`` starts and ``close`` ends; never raises."""
 
-    def started(self, pid: int) -> None:
-        """The group ``pid`` (its leader's pid) was started."""
+    def started(self, pid: int, start: int | None = None) -> None:
+        """The group ``pid`` (its leader's pid) was started; ``start``: the leader's
+        ``start_time`` when known (None: the tracker reads it)."""
 
     def ended(self, pid: int) -> None:
         """The group ``pid`` was killed and its leader's pipes released."""
@@ -133,10 +134,14 @@ class Child:
 
 
 def _popen(argv: Sequence[str], cwd: str | None, env: Mapping[str, str] | None,
-           stderr: int) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
+           stderr: int) -> tuple[subprocess.Popen[bytes], int | None]:
+    """The started child and, when a ``tracker`` listens, its start time (read here,
+    on the spawn thread: a ``/proc`` read per child on the event loop delayed every
+    other task in a burst of starts)."""
+    popen = subprocess.Popen(
         list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr,
         cwd=cwd, env=dict(env) if env is not None else None, start_new_session=True)
+    return popen, (start_time(popen.pid) if tracker is not None else None)
 
 
 def _watch_exit(child: Child, loop: asyncio.AbstractEventLoop) -> None:
@@ -212,16 +217,16 @@ async def spawn(
         # Shielded: a cancel arriving while the child is being set up must not leave it
         # running (``sh -c "sleep 100; ..."`` may already have started ``sleep`` in
         # its group): once it exists, its group is killed and its pipes closed.
-        popen = await asyncio.shield(starting)
+        popen, started = await asyncio.shield(starting)
     except asyncio.CancelledError:
         with contextlib.suppress(BaseException):
-            popen = await starting
+            popen, _ = await starting
             _killpg(popen.pid, signal.SIGKILL)
             _close_files(popen)
             _reap_in_thread(popen, loop, None)
         raise
     if tracker is not None:
-        tracker.started(popen.pid)
+        tracker.started(popen.pid, started)
     exited: asyncio.Future[None] = loop.create_future()
     size = max(limit, CHUNK)
     child = Child(popen, asyncio.StreamReader(size, loop), None, exited)

@@ -181,8 +181,11 @@ class Guards:
 
     async def _load(self, name: str) -> dict[str, Any]:
         if name not in self._drought:
+            # Read on the loop, once per monitor, as the engine reads state.json at start:
+            # a small file, most often absent; a worker-thread hop per monitor cost more
+            # than the read (a burst of first checks: run --once).
             try:  # a corrupt file is moved aside and reported by the store
-                self._drought[name] = dict(await asyncio.to_thread(self.store.drought, name))
+                self._drought[name] = dict(self.store.drought(name))
             except errors.StateError as e:
                 LOG.warning("%s: ignoring unreadable drought record: %s", name, e)
                 self._drought[name] = {}

@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from reconciler import timestamps
 from reconciler.actions import registry
@@ -38,6 +38,9 @@ from reconciler.actions.records import (
 )
 from reconciler.events import Event
 from reconciler.model import Monitor
+
+if TYPE_CHECKING:
+    from reconciler.state.records import FireRecord
 
 
 class Redeliverer(Protocol):
@@ -68,15 +71,20 @@ class Recovered:
 
 
 async def recover(store: FireStore, monitors: Mapping[str, Monitor],
-                  dispatcher: Redeliverer) -> list[Recovered]:
+                  dispatcher: Redeliverer, *,
+                  unfinished: list[tuple[str, FireRecord]] | None = None) -> list[Recovered]:
     """Settle every unfinished fire (see the module docstring); return what was done.
 
     ``monitors`` maps name -> the monitors this daemon now runs; unfinished
     fires of other monitors are marked ``interrupted``. Re-sends are
     dispatched (detached) through ``dispatcher.redeliver``; ``drain`` waits for them.
+    ``unfinished``: ``store.unfinished_fires()`` when the caller already read it
+    (it skips loading the monitors when there is none); None reads it here.
     """
     out: list[Recovered] = []
-    for name, record in await asyncio.to_thread(store.unfinished_fires):
+    if unfinished is None:
+        unfinished = await asyncio.to_thread(store.unfinished_fires)
+    for name, record in unfinished:
         event = record_to_event(record, monitor=name)
         monitor = monitors.get(name)
         action = str(record.get("action") or (monitor.action.type if monitor else ""))

@@ -49,8 +49,11 @@ def command(ctx: click.Context, once: bool, wait: float, resync: float | None,
             debounce: float, allow_mass_stop: bool, demo: bool, log_level: str,
             log_format: str) -> int:
     """Run the reconciler daemon in the foreground (Ctrl-C stops it cleanly)."""
-    from reconciler.daemon import main as daemon_main
     from reconciler.daemon import options as daemon_options
+
+    if once:  # before the daemon's modules load: they are most of what it allocates
+        daemon_options.one_shot_gc()
+    from reconciler.daemon import main as daemon_main
     from reconciler.daemon import startreport
 
     report = startreport.StartReport.from_env()

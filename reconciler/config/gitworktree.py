@@ -17,7 +17,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from reconciler.config import gitrepo
 from reconciler.settings import Settings
 
 log = logging.getLogger("monitors.git")
@@ -29,6 +28,8 @@ log = logging.getLogger("monitors.git")
 def author(settings: Settings) -> str:
     """``Name <email>`` from git config (repository, then global); ``""`` when unset
     or when git is unavailable."""
+    from reconciler.config import gitrepo
+
     git = gitrepo.git_module()
     try:
         g = git.Git(str(settings.root))
@@ -58,6 +59,8 @@ def commit(settings: Settings, paths: Iterable[Path], message: str) -> str | Non
     Raises:
         GitError: not a git repository, or git refused (no identity, hooks, ...).
     """
+    from reconciler.config import gitrepo
+
     git = gitrepo.git_module()
     try:
         repo = git.Repo(settings.root, search_parent_directories=True)
@@ -124,6 +127,8 @@ def revision(root: Path, *, digest: str | None = None) -> tuple[str | None, bool
 
 
 def _revision(root: Path) -> tuple[str | None, bool]:
+    from reconciler.config import gitrepo  # (outside git: never imported)
+
     try:
         git = gitrepo.git_module()
         repo = git.Repo(root, search_parent_directories=True)

@@ -32,7 +32,9 @@ Promises:
   started (or replaced) evaluator is written to its own ``liveness.json`` at once,
   before ``wait_first_poll`` reports it, so what ``apply`` reports and what
   ``list`` reads agree. First checks that come together share one worker-thread
-  call that writes only their files (``_flush_first``).
+  call that writes only their files (``_flush_first``). ``run --once`` turns it off
+  (``first_check_files``): it exits right after its polls, and the flush at
+  ``close`` writes every heartbeat, so ``list`` reads the same.
 * **Refusals are explicit.** A future-version state record or a permanent source error
   parks the monitor: it stays in ``running()`` with its reason in ``parked``; it is not
   polled.
@@ -96,6 +98,8 @@ class Engine(Pipeline):
             waits for the rest of it (``state.resume``); off for ``run --once``.
         first_poll_rate: first polls per second the start-up spread aims at
             (``FIRST_POLL_RATE``); None: every started monitor polls at once.
+        first_check_files: write a started monitor's own liveness.json right after
+            its first check (module docstring); off for ``run --once``.
     """
 
     def __init__(self, store: store_mod.Store, dispatcher: events.Dispatcher, *,
@@ -103,7 +107,7 @@ class Engine(Pipeline):
                  clock: clock_mod.Clock = clock_mod.REAL,
                  flush_interval: float = store_mod.LIVENESS_FLUSH_INTERVAL,
                  first_poll_rate: float | None = FIRST_POLL_RATE,
-                 resume: bool = True) -> None:
+                 resume: bool = True, first_check_files: bool = True) -> None:
         self.store = store
         self.dispatcher = dispatcher
         self.ctx = ctx
@@ -121,6 +125,7 @@ class Engine(Pipeline):
         self._closed = False
         self._first_flush: asyncio.Future[None] | None = None
         self.resume = resume
+        self.first_check_files = first_check_files
         self._first_names: list[MonitorName] = []
 
     # -- public API -----------------------------------------------------------
@@ -176,6 +181,11 @@ class Engine(Pipeline):
     async def stop(self, name: MonitorName | str) -> None:
         """Stop evaluating ``name``: a poll still observing is cancelled, one already
         persisting or dispatching is let finish. No-op when not running."""
+        await self._stop(name, forget=True)
+
+    async def _stop(self, name: MonitorName | str, *, forget: bool) -> None:
+        """``stop``; ``forget``: drop the store's in-memory caches of ``name`` (not
+        when the whole engine closes: its closing flush writes them as they are)."""
         entry = self._entries.pop(MonitorName(name), None)
         if entry is None:
             return
@@ -192,7 +202,8 @@ class Engine(Pipeline):
         if entry.monitor.owners and self.owners is not None:
             await self.owners.release(entry.monitor.name)  # a listed device takes it now
         self._first_done(entry, None)
-        await asyncio.to_thread(self.store.forget, entry.monitor.name)
+        if forget:
+            await asyncio.to_thread(self.store.forget, entry.monitor.name)
 
     async def replace(self, monitor: Monitor) -> None:
         """Stop then start ``monitor`` (a new fingerprint starts a new baseline:
@@ -269,7 +280,7 @@ class Engine(Pipeline):
         """Stop every monitor, then flush liveness. The source context stays open
         (its owner closes it)."""
         self._closed = True
-        await asyncio.gather(*(self.stop(n) for n in list(self._entries)))
+        await asyncio.gather(*(self._stop(n, forget=False) for n in list(self._entries)))
         if self._scheduler is not None:
             self._scheduler.close()
         if self._flusher is not None:

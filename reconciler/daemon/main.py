@@ -21,7 +21,8 @@ Life cycle (``Daemon.run``):
    sent (``daemon.sdnotify``);
    SIGTERM/SIGINT: stop the evaluators (in-flight state writes finish), drain the
    dispatcher briefly, flush liveness, publish the registry as not running,
-   remove the socket, release the lock, exit 0.
+   remove the socket, release the lock, exit 0. (``--once`` publishes the registry
+   only here, once; if that fails, it exits 1 as a failed publish at a reconcile does.)
 6. the lock file is checked every ``LOCK_CHECK`` seconds (and on every reconcile
    tick): when it was deleted or replaced (``rm -rf .history`` under a running
    daemon), a second daemon may now own the directory, so this one logs one line,
@@ -44,10 +45,10 @@ import signal
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from reconciler import errors, processes, redaction, settings, timestamps
-from reconciler.daemon import control, operations, protocol, reload, sdnotify, watch
+from reconciler.daemon import operations, sdnotify, watch
 from reconciler.daemon import parts as parts_mod
 from reconciler.daemon import reconcile as reconcile_mod
 from reconciler.daemon.options import Options, Service
@@ -55,6 +56,9 @@ from reconciler.model import MonitorName
 from reconciler.state import direrrors
 from reconciler.state import lock as lock_mod
 from reconciler.state import registry as registry_mod
+
+if TYPE_CHECKING:  # imported when serving (not for --once)
+    from reconciler.daemon import control
 
 log = logging.getLogger("monitors.daemon")
 
@@ -76,10 +80,12 @@ class Daemon:
         self.reconciler = reconcile_mod.Reconciler(
             cfg, self.registry, redactor=self.redactor, boot_good={},
             allow_mass_stop=self.options.allow_mass_stop,
-            on_started=None if self.options.once else self._started)
+            on_started=None if self.options.once else self._started,
+            publish=not self.options.once)  # --once publishes running.json at stop only
         self.operations = operations.Operations(self.reconciler)
         self.parts: parts_mod.Parts | None = None
         self.lost: str | None = None  # why the state lock no longer holds (then exit 1)
+        self._unpublished: errors.StateError | None = None  # --once: publish at stop failed
         self.on_ready: Callable[[], None] | None = None  # called once serving (start report)
         self._stopping: asyncio.Event | None = None
         self._trigger: watch.Trigger | None = None
@@ -150,6 +156,8 @@ class Daemon:
             self.cfg, self.registry, redactor=self.redactor, on_autopause=self._autopaused_now,
             spread_first_polls=not self.options.once)
         self.parts.engine.resume = not self.options.once  # --once polls every monitor now
+        # --once: no own liveness.json per first check; the flush at stop writes them all
+        self.parts.engine.first_check_files = not self.options.once
         server: control.ControlServer | None = None
         watcher: watch.Watcher | None = None
         started: list[Service] = []
@@ -160,6 +168,8 @@ class Daemon:
             if self.options.once:
                 rc = await self._once(applied.started)
             else:
+                from reconciler.daemon import control, protocol
+
                 server = control.ControlServer(
                     self.cfg.state_dir, self.operations.answer,
                     settings_digest=protocol.settings_digest(self.cfg))
@@ -203,6 +213,8 @@ class Daemon:
                 # (with the lock lost the socket path may be another daemon's: leave it)
                 await server.close()
             await self._shutdown()
+        if self._unpublished is not None:  # --once: its one publish failed (exit 1)
+            raise self._unpublished
         return int(errors.ExitCode.ERROR) if self.lost is not None else rc
 
     # -- signals -----------------------------------------------------------------
@@ -271,6 +283,8 @@ class Daemon:
             if self._reload_requested:
                 self._reload_requested = False
                 self.notifier.reloading()
+                from reconciler.daemon import reload
+
                 await reload.apply(self)
                 next_resync = now + self.options.resync  # [daemon] resync may have changed
                 trigger = "SIGHUP"
@@ -382,6 +396,10 @@ class Daemon:
         try:
             await asyncio.to_thread(registry_mod.publish, self.cfg.state_dir, self.registry)
         except OSError as e:
-            log.error("cannot publish running.json at exit: %s", direrrors.state_error(
-                self.cfg.state_dir, e))
+            if self.options.once:  # its only publish: fail the run as a reconcile would
+                self._unpublished = direrrors.state_error(self.cfg.state_dir, e,
+                                                          doing=reconcile_mod.PUBLISHING)
+            else:
+                log.error("cannot publish running.json at exit: %s", direrrors.state_error(
+                    self.cfg.state_dir, e))
         log.info("stopped (%d monitors were running)", len(self.registry.entries))

@@ -1,14 +1,15 @@
-"""The daemon's Prometheus metrics: one registry of its own, cheap hooks for the engine.
+"""The daemon's Prometheus metrics: cheap hooks for the engine, families built at scrape time.
 
-The counters and histograms live here, on ``REGISTRY`` (never the process-wide
-default registry of ``prometheus_client``), and the engine, the dispatcher and
-the reconciler call the hooks below: each is a dict lookup and an increment or one
-histogram observation, no I/O and no allocation. The two hooks of every poll
-(``poll_started``, ``polled``) keep plain counts of their own (``_Buckets``, a dict
-of ints) that a collector turns into the same families at scrape time: the client
-library's ``Histogram.observe`` takes a lock per bucket it increments, about 15% of
-the engine's CPU at 10,000 polls a second (``bench/engine_scale.py --only idle``).
-They are called on the event loop thread only.
+The engine, the dispatcher and the reconciler call the hooks below: each is a dict
+lookup and an increment or one histogram observation in plain Python counts (a dict
+of ints, ``_Buckets``), no I/O, no lock and no allocation on the hot path. One
+collector turns the counts into the Prometheus families when ``registry()`` is
+scraped: the client library's ``Histogram.observe`` took a lock per bucket it
+incremented, about 15% of the engine's CPU at 10,000 polls a second
+(``bench/engine_scale.py --only idle``), and importing ``prometheus_client``
+costs a one-shot run (``monitors run --once``, which never serves HTTP) about
+15 ms, so it is imported by the first ``registry()`` call only (``server.metrics``).
+The hooks are called on the event loop thread only.
 Gauges that describe the current state (monitors by state, the applied revision)
 are computed at scrape time by the HTTP server (``server.metrics``), so they cost
 nothing between scrapes.
@@ -26,55 +27,15 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from prometheus_client import (
-    CollectorRegistry,
-    Counter,
-    Gauge,
-    Histogram,
-    Info,
-    disable_created_metrics,
-)
-from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
-from prometheus_client.utils import floatToGoString
-
 if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.core import HistogramMetricFamily, Metric
+
     from reconciler.events import Event
     from reconciler.model import Monitor
 
-# no ``_created`` series: half the exposition for 1,000 monitors
-disable_created_metrics()  # type: ignore[no-untyped-call]
-REGISTRY = CollectorRegistry(auto_describe=True)
-
 LATENESS_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
-
-CHECK_ERRORS = Counter("monitors_check_errors",
-                       "Failed checks, by monitor and error kind (timeout, exit, config, ...).",
-                       ["monitor", "kind"], registry=REGISTRY)
-FIRES = Counter("monitors_fires", "Fires, by monitor and outcome (succeeded, failed, "
-                "skipped, interrupted).", ["monitor", "outcome"], registry=REGISTRY)
-DISPATCH_LATENCY = Histogram("monitors_dispatch_latency_seconds",
-                             "Seconds from a firing decision to the end of its action.",
-                             buckets=DURATION_BUCKETS, registry=REGISTRY)
-RECONCILE_DURATION = Histogram("monitors_reconcile_duration_seconds",
-                               "Seconds one reconcile took (load, plan, apply).",
-                               buckets=DURATION_BUCKETS, registry=REGISTRY)
-RECONCILES = Counter("monitors_reconciles", "Reconciles, by result (changed, unchanged, "
-                     "error).", ["result"], registry=REGISTRY)
-DELIVERIES = Counter("monitors_webhook_deliveries", "Webhook deliveries, by provider and "
-                     "outcome (accepted, replayed, unsigned, bad-signature, unknown-secret, "
-                     "stale, too-large, unknown-monitor, bad-delivery-id, unwritable).",
-                     ["provider", "outcome"], registry=REGISTRY)
-FENCED = Counter("monitors_fenced", "Fires of owners: monitors refused by the fencing check "
-                 "(stale token, or etcd unreachable), by monitor.", ["monitor"],
-                 registry=REGISTRY)
-ETCD_UP = Gauge("monitors_etcd_up", "1 while etcd answers this daemon (failover owners: "
-                "[etcd] set), 0 while it does not: owners: monitors fire nowhere then.",
-                registry=REGISTRY)
-OWNER_HOLDER = Gauge("monitors_owner_holder", "1 while this device holds the etcd key of "
-                     "the owners: monitor (it polls and fires), 0 while it stands by.",
-                     ["monitor"], registry=REGISTRY)
-BUILD = Info("monitors_build", "The monitors version this daemon runs.", registry=REGISTRY)
 
 
 class _Buckets:
@@ -95,6 +56,9 @@ class _Buckets:
 
     def family(self, name: str, documentation: str) -> HistogramMetricFamily:
         """The Prometheus histogram: cumulative ``_bucket`` series, ``_count``, ``_sum``."""
+        from prometheus_client.core import HistogramMetricFamily
+        from prometheus_client.utils import floatToGoString
+
         buckets, running = [], 0
         for bound, count in zip((*self.bounds, float("inf")), self.counts, strict=True):
             running += count
@@ -103,19 +67,84 @@ class _Buckets:
                                      sum_value=self.total)
 
 
+class _Labelled:
+    """A counter or gauge family by label values: ``values[(label, ...)]`` is its value."""
+
+    __slots__ = ("documentation", "labels", "name", "values")
+
+    def __init__(self, name: str, documentation: str, labels: Sequence[str]) -> None:
+        self.name = name
+        self.documentation = documentation
+        self.labels = list(labels)
+        self.values: dict[tuple[str, ...], float] = {}
+
+    def inc(self, *labels: str) -> None:
+        """Add one to the series of ``labels``."""
+        self.values[labels] = self.values.get(labels, 0.0) + 1.0
+
+
 _POLL_LATENESS = _Buckets(LATENESS_BUCKETS)
 _POLL_DURATION = _Buckets(DURATION_BUCKETS)
+_DISPATCH_LATENCY = _Buckets(DURATION_BUCKETS)
+_RECONCILE_DURATION = _Buckets(DURATION_BUCKETS)
 _polls: dict[str, tuple[str, list[int]]] = {}
 """monitor -> (source kind, [checks]); a changed kind starts a new series (``_kinds``)."""
 _kinds: dict[tuple[str, str], list[int]] = {}
 
+_CHECK_ERRORS = _Labelled("monitors_check_errors", "Failed checks, by monitor and error "
+                          "kind (timeout, exit, config, ...).", ["monitor", "kind"])
+_FIRES = _Labelled("monitors_fires", "Fires, by monitor and outcome (succeeded, failed, "
+                   "skipped, interrupted).", ["monitor", "outcome"])
+_RECONCILES = _Labelled("monitors_reconciles", "Reconciles, by result (changed, unchanged, "
+                        "error).", ["result"])
+_DELIVERIES = _Labelled("monitors_webhook_deliveries", "Webhook deliveries, by provider and "
+                        "outcome (accepted, replayed, unsigned, bad-signature, unknown-secret, "
+                        "stale, too-large, unknown-monitor, bad-delivery-id, unwritable).",
+                        ["provider", "outcome"])
+_FENCED = _Labelled("monitors_fenced", "Fires of owners: monitors refused by the fencing "
+                    "check (stale token, or etcd unreachable), by monitor.", ["monitor"])
+_COUNTERS = (_CHECK_ERRORS, _FIRES, _RECONCILES, _DELIVERIES, _FENCED)
+_ETCD_UP = _Labelled("monitors_etcd_up", "1 while etcd answers this daemon (failover owners: "
+                     "[etcd] set), 0 while it does not: owners: monitors fire nowhere then.",
+                     [])
+_ETCD_UP.values[()] = 0.0
+_OWNER_HOLDER = _Labelled("monitors_owner_holder", "1 while this device holds the etcd key "
+                          "of the owners: monitor (it polls and fires), 0 while it stands by.",
+                          ["monitor"])
+_GAUGES = (_ETCD_UP, _OWNER_HOLDER)
+_build: dict[str, str] = {}
+"""``monitors_build_info``'s labels (``build_info``)."""
 
-class _PollCollector:
-    """``monitors_polls_total``, ``monitors_poll_lateness_seconds`` and
-    ``monitors_poll_duration_seconds`` from the counts the hooks keep."""
+
+class _Collector:
+    """Every family of this module, from the counts the hooks keep."""
 
     def collect(self) -> Iterator[Metric]:
-        """The three families (read on the scraping thread; counts are ints)."""
+        """The families (read on the scraping thread; the counts are copied first)."""
+        from prometheus_client.core import (
+            CounterMetricFamily,
+            GaugeMetricFamily,
+            InfoMetricFamily,
+        )
+
+        for counter in _COUNTERS:
+            family = CounterMetricFamily(counter.name, counter.documentation,
+                                         labels=counter.labels)
+            for labels, value in list(counter.values.items()):
+                family.add_metric(list(labels), value)
+            yield family
+        yield _DISPATCH_LATENCY.family("monitors_dispatch_latency_seconds",
+                                       "Seconds from a firing decision to the end of its action.")
+        yield _RECONCILE_DURATION.family("monitors_reconcile_duration_seconds",
+                                         "Seconds one reconcile took (load, plan, apply).")
+        for gauge in _GAUGES:
+            g = GaugeMetricFamily(gauge.name, gauge.documentation, labels=gauge.labels)
+            for labels, value in list(gauge.values.items()):
+                g.add_metric(list(labels), value)
+            yield g
+        info = InfoMetricFamily("monitors_build", "The monitors version this daemon runs.")
+        info.add_metric([], dict(_build))
+        yield info
         polls = CounterMetricFamily("monitors_polls", "Checks of a monitor's source, by "
                                     "monitor and source kind.", labels=["monitor", "kind"])
         for (monitor, kind), count in list(_kinds.items()):
@@ -127,7 +156,20 @@ class _PollCollector:
                                     "took to produce an observation or a check error.")
 
 
-REGISTRY.register(_PollCollector())
+_registry: CollectorRegistry | None = None
+
+
+def registry() -> CollectorRegistry:
+    """The daemon's own Prometheus registry (never the process-wide default one of
+    ``prometheus_client``), created and imported on the first call: every family of
+    this module, plus what ``server.metrics`` registers."""
+    global _registry
+    if _registry is None:
+        from prometheus_client import CollectorRegistry
+
+        _registry = CollectorRegistry(auto_describe=True)
+        _registry.register(_Collector())
+    return _registry
 
 
 def build_info() -> None:
@@ -139,7 +181,7 @@ def build_info() -> None:
         version = metadata.version("monitors")
     except metadata.PackageNotFoundError:
         version = "unknown"
-    BUILD.info({"version": version, "python": platform.python_version()})
+    _build.update({"version": version, "python": platform.python_version()})
 
 
 def poll_started(lateness: float) -> None:
@@ -159,14 +201,14 @@ def polled(monitor: str, kind: str, duration: float) -> None:
 
 def check_failed(monitor: str, kind: str) -> None:
     """A check of ``monitor`` failed with an error of ``kind`` (``SourceError.kind``)."""
-    CHECK_ERRORS.labels(monitor, kind).inc()
+    _CHECK_ERRORS.inc(monitor, kind)
 
 
 def fired(monitor: str, outcome: str, latency: float | None) -> None:
     """A fire of ``monitor`` ended with ``outcome``, ``latency`` seconds after the decision."""
-    FIRES.labels(monitor, outcome).inc()
+    _FIRES.inc(monitor, outcome)
     if latency is not None:
-        DISPATCH_LATENCY.observe(latency)
+        _DISPATCH_LATENCY.observe(latency)
 
 
 def fire_finished(monitor: Monitor, event: Event, status: object) -> None:
@@ -181,26 +223,26 @@ def fire_finished(monitor: Monitor, event: Event, status: object) -> None:
 
 def delivery(provider: str, outcome: str) -> None:
     """Count one webhook delivery's outcome (``daemon.deliveries``, ``server.hooks``)."""
-    DELIVERIES.labels(provider, outcome).inc()
+    _DELIVERIES.inc(provider, outcome)
 
 
 def fenced(monitor: str) -> None:
     """A fire of the ``owners:`` monitor ``monitor`` was refused by the fencing check."""
-    FENCED.labels(monitor).inc()
+    _FENCED.inc(monitor)
 
 
 def etcd_reachable(up: bool) -> None:
     """etcd answered (``True``) or did not (``False``) the last request of the leases."""
-    ETCD_UP.set(1 if up else 0)
+    _ETCD_UP.values[()] = 1.0 if up else 0.0
 
 
 def holding(monitor: str, held: bool) -> None:
     """This device holds (``True``) or stands by for (``False``) ``monitor``'s etcd key."""
-    OWNER_HOLDER.labels(monitor).set(1 if held else 0)
+    _OWNER_HOLDER.values[(monitor,)] = 1.0 if held else 0.0
 
 
 def reconciled(duration: float, result: str) -> None:
     """A reconcile took ``duration`` seconds and ended ``changed``, ``unchanged`` or ``error``."""
-    RECONCILE_DURATION.observe(duration)
-    RECONCILES.labels(result).inc()
+    _RECONCILE_DURATION.observe(duration)
+    _RECONCILES.inc(result)
 

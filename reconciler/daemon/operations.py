@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import TYPE_CHECKING
 
-from reconciler.daemon import protocol
 from reconciler.daemon import reconcile as reconcile_mod
 from reconciler.model import MonitorName
+
+if TYPE_CHECKING:  # imported by the requests that need it (``run --once`` asks none)
+    from reconciler.daemon import protocol
 
 log = logging.getLogger("monitors.daemon")
 
@@ -37,6 +40,8 @@ class Operations:
         Raises:
             errors.MonitorsError: a reconcile failed (the server answers ``ok: false``).
         """
+        from reconciler.daemon import protocol
+
         rec = self.reconciler
         match request:
             case protocol.Status():
@@ -72,6 +77,8 @@ class Operations:
 
     def status(self) -> protocol.StatusReply:
         """The ``status`` reply."""
+        from reconciler.daemon import protocol
+
         rec = self.reconciler
         reg, last = rec.registry, rec.last
         return {

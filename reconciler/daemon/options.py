@@ -1,9 +1,12 @@
 """How the daemon runs: its options (``Options``), what else it may serve
-(``Service``), ``[daemon] resync`` and the log set-up. Read by ``monitors run`` and by a
-SIGHUP reload (``daemon.reload``); the life cycle itself is ``daemon.main``."""
+(``Service``), ``[daemon] resync``, the log set-up and a one-shot run's garbage
+collection (``one_shot_gc``). Read by ``monitors run`` and by a SIGHUP reload
+(``daemon.reload``); the life cycle itself is ``daemon.main``."""
 
 from __future__ import annotations
 
+import atexit
+import gc
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -12,6 +15,9 @@ from reconciler.daemon import logformat, watch
 
 DEFAULT_ONCE_WAIT = 30.0
 """Seconds ``run --once`` waits for first polls and then for dispatches (``--wait``)."""
+ONE_SHOT_GC_THRESHOLD = 50_000
+"""The cyclic garbage collector's first threshold during ``run --once`` (``one_shot_gc``;
+CPython's default is 700)."""
 
 
 class Service(Protocol):
@@ -56,6 +62,31 @@ def setup_logging(*, stream: Any = None, timestamps: bool = True, level: str = "
     """One line per event on stderr: ``HH:MM:SS level message`` (full date in a log
     file), or one JSON object a line (``fmt="json"``); see ``daemon.logformat.setup``."""
     logformat.setup(stream=stream, timestamps=timestamps, level=level, fmt=fmt)
+
+
+def one_shot_gc() -> None:
+    """Collect cyclic garbage rarely for the rest of a one-shot run (``run --once``),
+    whose process ends with it.
+
+    Such a run loads its modules and monitors, polls once and exits: nearly all it
+    allocates lives until the end, and each young-generation collection (every 700 net
+    allocations by default) walks it again for nothing: about 50 collections and 7-9 ms
+    of CPU in a run of 100 command monitors. The first threshold is raised to
+    ``ONE_SHOT_GC_THRESHOLD`` (as mypy does for a build); reference counting still
+    frees everything that is not a cycle at once. It is not lowered again at the end:
+    the objects counted meanwhile would then be collected right away, once more for
+    nothing.
+
+    The heap is also frozen (``gc.freeze``, an ``atexit`` handler: after the run has
+    returned and its threads were joined) before the interpreter's final collection,
+    which would otherwise walk every object once more, about 25 ms of CPU after a run
+    of 100 command monitors, for memory the process gives back as it ends.
+    Module teardown still finalizes what is not in a cycle; nothing durable is left to
+    a finalizer (every state write is complete, and fsynced where it must be, before
+    the run returns). The long-running daemon keeps the defaults."""
+    gc.set_threshold(ONE_SHOT_GC_THRESHOLD, *gc.get_threshold()[1:])
+    atexit.unregister(gc.freeze)  # registered once, however many runs (tests run several)
+    atexit.register(gc.freeze)
 
 
 def resync_seconds(cfg: settings.Settings) -> float:

@@ -68,9 +68,11 @@ class Recorder:
         self._pending = False
         self._failing = False
 
-    def started(self, pid: int) -> None:
-        """Record the group ``pid`` with its leader's start time (unknown: not recorded)."""
-        start = processes.start_time(pid)
+    def started(self, pid: int, start: int | None = None) -> None:
+        """Record the group ``pid`` with its leader's start time (``start``, else read
+        now; unknown: not recorded)."""
+        if start is None:
+            start = processes.start_time(pid)
         if start is not None:
             self.groups[pid] = start
             self._schedule()

@@ -55,7 +55,7 @@ def build(cfg: settings.Settings, registry: registry_mod.Registry, *,
     """
     from reconciler import fleet
     from reconciler.actions import dispatch, guards
-    from reconciler.daemon import evaluator, leases, metrics
+    from reconciler.daemon import evaluator, metrics
     from reconciler.sources.context import SourceContext
     from reconciler.state import store as store_mod
 
@@ -70,7 +70,10 @@ def build(cfg: settings.Settings, registry: registry_mod.Registry, *,
     engine = evaluator.Engine(
         store, dispatcher, ctx=ctx, guard=guard,
         first_poll_rate=evaluator.FIRST_POLL_RATE if spread_first_polls else None)
-    engine.owners = leases.build(cfg, redactor=redactor)
+    if cfg.section("etcd"):  # failover owners: leases and the etcd gateway only then
+        from reconciler.daemon import leases
+
+        engine.owners = leases.build(cfg, redactor=redactor)
     return Parts(store=store, dispatcher=dispatcher, guard=guard, ctx=ctx, engine=engine,
                  supervisor=supervisor.Supervisor(engine, store, registry,
                                                   now=timestamps.utc_seconds))

@@ -55,6 +55,7 @@ class Pipeline:
     _first_flush: asyncio.Future[None] | None
     _first_names: list[MonitorName]
     _scheduler: Any
+    first_check_files: bool
     owners: leases.Owners | None = None  # failover owners' leases (``[etcd]``), or None
 
     @property
@@ -125,12 +126,13 @@ class Pipeline:
 
     async def _flush_first(self, entry: Entry) -> None:
         """Write the monitor's own liveness.json now when this was the first check of
-        a started evaluator.
+        a started evaluator (unless ``first_check_files`` is off: ``run --once``).
 
         Requests made in the same loop iteration share one worker-thread call that
         writes only their files; a request made while one runs starts the next, so
         the check it made is always in a write that starts after it."""
-        if entry.polls != 1 or self._entries.get(entry.monitor.name) is not entry:
+        if (entry.polls != 1 or not self.first_check_files
+                or self._entries.get(entry.monitor.name) is not entry):
             return
         self._first_names.append(entry.monitor.name)
         if self._first_flush is None:

@@ -22,11 +22,10 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reconciler import errors, redaction, settings, snapshot, timestamps
-from reconciler.config import gitfollow
-from reconciler.daemon import gitmode, metrics, supervisor
+from reconciler.daemon import metrics, supervisor
 from reconciler.daemon import parts as parts_mod
 from reconciler.model import Monitor, MonitorName
 from reconciler.planning import desired as desired_mod
@@ -34,8 +33,13 @@ from reconciler.planning import plan as plan_mod
 from reconciler.state import direrrors
 from reconciler.state import registry as registry_mod
 
+if TYPE_CHECKING:  # git mode only (``follow``): no git modules for a local repository
+    from reconciler.daemon import gitmode
+
 log = logging.getLogger("monitors.daemon")
 
+PUBLISHING = "publish the running registry"
+"""What a failed publish of ``running.json`` was doing (``direrrors.state_error``)."""
 PAUSE_MARGIN = 0.5
 """Seconds after a pause's ``until`` at which the daemon reconciles to resume the monitor."""
 
@@ -63,18 +67,23 @@ class Reconciler:
         allow_mass_stop: never hold stops (``--allow-mass-stop``).
         on_started: called with the names started by a reconcile (the daemon logs their
             first polls); not called for ``--once``.
+        publish: publish ``running.json`` after each reconcile that changed it; False
+            for ``run --once``, whose daemon publishes it once, when it stops (views
+            show a one-shot run as not running: no control socket answers).
     """
 
     def __init__(self, cfg: settings.Settings, registry: registry_mod.Registry, *,
                  redactor: redaction.Redactor, boot_good: Mapping[MonitorName, Monitor],
                  allow_mass_stop: bool = False,
-                 on_started: Callable[[list[MonitorName]], None] | None = None) -> None:
+                 on_started: Callable[[list[MonitorName]], None] | None = None,
+                 publish: bool = True) -> None:
         self.cfg = cfg
         self.registry = registry
         self.redactor = redactor
         self.boot_good = dict(boot_good)
         self.allow_mass_stop = allow_mass_stop
         self.on_started = on_started
+        self.publish = publish
         self.last = Last()
         self.parts: parts_mod.Parts | None = None  # set once built (``daemon.main``)
         self.pause_due: float | None = None  # monotonic time of the next pause expiry
@@ -93,12 +102,18 @@ class Reconciler:
         Raises:
             errors.ConfigError: ``[git] fetch`` is not a duration.
         """
-        git = gitfollow.git_settings(self.cfg)
+        git = None
+        if self.cfg.section("git"):  # (without [git], no git module is imported)
+            from reconciler.config import gitfollow
+
+            git = gitfollow.git_settings(self.cfg)
         old = self.git
         self._shared_toml = None  # a SIGHUP reconfigured the parts from the local file
         if git is None:
             self.git = None
             return
+        from reconciler.daemon import gitmode
+
         self.git = gitmode.Tracker(self.cfg, git,
                                    applied=old.revisions.applied if old else applied)
         if old is not None and old.revisions.ref == git.ref:
@@ -129,7 +144,8 @@ class Reconciler:
 
     async def recover(self) -> None:
         """Sweep crash leftovers (``state.leftovers``) and settle unfinished fires
-        (``actions.recovery``), each logged in one line."""
+        (``actions.recovery``), each logged in one line. The layers are read for it
+        only when a fire is unfinished (a clean start reads them once, to reconcile)."""
         from reconciler.actions import recovery
         from reconciler.state import leftovers
 
@@ -139,6 +155,9 @@ class Reconciler:
             log.info("%s", swept.summary())
         for line in swept.kept:
             log.warning("%s", line)
+        unfinished = await asyncio.to_thread(self.parts.store.unfinished_fires)
+        if not unfinished:
+            return
         if self.git is not None:  # the working tree is not what runs: the last applied set
             monitors: dict[str, Monitor] = {str(n): m for n, m in self.boot_good.items()}
             self.redactor.add_all(redaction.collect(list(self.boot_good.values()),
@@ -147,7 +166,8 @@ class Reconciler:
             snap = await asyncio.to_thread(self.read_snapshot, self.boot_good, with_git=False)
             self.register_secrets(snap)
             monitors = {str(n): m for n, m in snap.desired.monitors.items()}
-        done = await recovery.recover(self.parts.store, monitors, self.parts.dispatcher)
+        done = await recovery.recover(self.parts.store, monitors, self.parts.dispatcher,
+                                      unfinished=unfinished)
         for item in done:
             log.info("recovered %s fire %s (%s): %s", item.monitor, item.event_id,
                      item.outcome, item.reason)
@@ -218,10 +238,11 @@ class Reconciler:
             quiet = same and not (applied.changed or applied.failed)
             self._plan_memo = None if applied.changed else (memo, plan, snap)
             try:
-                await asyncio.to_thread(self._publish_if_changed, quiet)
+                if self.publish:
+                    await asyncio.to_thread(self._publish_if_changed, quiet)
             except OSError as e:
                 raise direrrors.state_error(self.cfg.state_dir, e,
-                                            doing="publish the running registry") from e
+                                            doing=PUBLISHING) from e
             self.last.at = self.registry.applied_at
             self.last.summary = plan.summary()
             self.last.trigger = trigger

@@ -1,4 +1,4 @@
-"""``GET /metrics``: the Prometheus text exposition of ``daemon.metrics.REGISTRY`` (token).
+"""``GET /metrics``: the Prometheus text exposition of ``daemon.metrics.registry()`` (token).
 
 Besides the counters and histograms the engine feeds, two families are computed
 at scrape time from the daemon's state (``StateCollector``):
@@ -89,7 +89,7 @@ def attach(daemon: Daemon) -> StateCollector:
     found = _collectors.get(id(daemon))
     if found is None:
         found = _collectors[id(daemon)] = StateCollector(daemon)
-        metrics_mod.REGISTRY.register(found)
+        metrics_mod.registry().register(found)
         metrics_mod.build_info()
     return found
 
@@ -100,7 +100,7 @@ async def exposition(request: web.Request) -> web.StreamResponse:
     collector = attach(ctx.daemon)
 
     def render() -> bytes:
-        return ctx.redactor.redact(generate_latest(metrics_mod.REGISTRY).decode()).encode()
+        return ctx.redactor.redact(generate_latest(metrics_mod.registry()).decode()).encode()
 
     async def make() -> bytes:  # rendered in a thread: the event loop keeps polling
         collector.refresh()

@@ -96,9 +96,9 @@ def from_json(cls: type[S], data: Mapping[str, Any]) -> S:
         KeyError: a field is missing from ``data``.
     """
     kwargs: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        value = data.get(camel(f.name)) if f.metadata.get("optional") else data[camel(f.name)]
-        kwargs[f.name] = tuple(value) if isinstance(value, list) else value
+    for name, key, optional in _keys(cls):
+        value = data.get(key) if optional else data[key]
+        kwargs[name] = tuple(value) if isinstance(value, list) else value
     return cls(**kwargs)
 
 

@@ -79,6 +79,21 @@ def test_run_on_a_full_disk_is_one_line_and_exit_1(repo: Repo, tmpfs: Mount) -> 
     assert "daemon.lock" in line and "No space left on device" in line
 
 
+def test_run_once_filling_the_disk_exits_1_naming_running_json(repo: Repo,
+                                                               tmpfs: Mount) -> None:
+    # --once publishes running.json only when it stops: the disk filled by its one poll
+    # makes that publish fail, and the run exits 1 with the line a failed reconcile
+    # publish gives (not 0 with the registry left stale).
+    state = tmpfs(repo.state, "256k")
+    repo.write("monitors.d/a.yml", monitor_yaml(
+        "a", f"'cat /dev/zero > {state}/fill; echo filled'", interval="1h"))
+    done = Daemon(repo).cli("run", "--once", "--wait", "20s")
+    assert done.returncode == 1, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert "running.json" in last and "cannot publish the running registry" in last, last
+    assert "No space left on device" in last and "Traceback" not in done.stderr
+
+
 def test_apply_relays_the_daemon_start_error_on_a_full_disk(detached: Repo,
                                                             tmpfs: Mount) -> None:
     repo = detached

@@ -9,7 +9,7 @@ from reconciler.daemon import metrics
 
 
 def samples() -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    text = generate_latest(metrics.REGISTRY).decode()
+    text = generate_latest(metrics.registry()).decode()
     return {(s.name, tuple(sorted(s.labels.items()))): s.value
             for f in text_string_to_metric_families(text) for s in f.samples}
 
