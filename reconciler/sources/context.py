@@ -9,7 +9,6 @@ does, so lint stays light.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from reconciler import errors, redaction
 from reconciler.fleet import Fleet
+from reconciler.sources.workers import Workers
 
 if TYPE_CHECKING:
     import httpx
@@ -49,7 +49,8 @@ class SourceContext:
 
     Attributes:
         http_in_flight: the cap on HTTP requests in flight (and the client's pool size).
-        http_slots: caps HTTP requests in flight.
+        http_workers: ``http_in_flight`` workers that run HTTP polls' requests (the
+            cap; ``sources.workers`` says why workers rather than a semaphore).
         store: the state store (pid markers), or None.
         fleet: the fleet (device sources).
         settings: resolved settings, or None (tests).
@@ -63,7 +64,7 @@ class SourceContext:
     """
 
     http_in_flight: int
-    http_slots: asyncio.Semaphore
+    http_workers: Workers
     store: Store | None = None
     fleet: Fleet = field(default_factory=Fleet)
     settings: Settings | None = None
@@ -89,7 +90,7 @@ class SourceContext:
         ``http_in_flight``. Close it with ``aclose``."""
         return cls(
             http_in_flight=http_in_flight,
-            http_slots=asyncio.Semaphore(http_in_flight),
+            http_workers=Workers(http_in_flight, name="monitors:http"),
             store=store,
             fleet=fleet or Fleet(),
             settings=settings,
@@ -102,18 +103,20 @@ class SourceContext:
     def http(self) -> httpx.AsyncClient:
         """The shared pooled ``httpx.AsyncClient``, made on first use (redirects are
         chosen per request; TLS verification on, httpx's default; no proxy from the
-        environment)."""
+        environment; no timeout of its own: each caller sets its deadline, as
+        ``http.fetch`` does with one ``asyncio.timeout`` for the whole request)."""
         if self._http is None:
             import httpx
 
             limits = httpx.Limits(max_connections=self.http_in_flight,
                                   max_keepalive_connections=self.http_in_flight)
             self._http = httpx.AsyncClient(limits=limits, follow_redirects=False,
-                                           trust_env=False)
+                                           trust_env=False, timeout=None)
         return self._http
 
     async def aclose(self) -> None:
-        """Close the HTTP client (when one was made)."""
+        """Stop the HTTP workers and close the HTTP client (when one was made)."""
+        await self.http_workers.aclose()
         if self._http is not None:
             await self._http.aclose()
 
