@@ -2,8 +2,9 @@
 followed redirects, ``<status>\\n`` then a ``redirect: <status> <location>`` line per hop,
 then the body).
 
-* One shared, pooled ``httpx.AsyncClient`` (``SourceContext.http``); requests in
-  flight are capped by ``SourceContext.http_workers``, which run them (``fetch``).
+* One shared ``httpx.AsyncClient`` (``SourceContext.http``); requests in flight are
+  capped by ``SourceContext.http_workers``, which run them (``fetch``), each through
+  its own connection pool (``sources.httppools``).
 * ``timeout`` is a deadline for the whole request, body included, so a slowly
   dripping body cannot stretch a poll past it.
 * The URL and header values may use ``${ENV}``; they are expanded here, each value is

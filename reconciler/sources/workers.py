@@ -26,10 +26,20 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextvars
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+_CURRENT: contextvars.ContextVar[tuple[Workers, int] | None] = contextvars.ContextVar(
+    "monitors_worker", default=None)
+
+
+def current() -> tuple[Workers, int] | None:
+    """``(workers, index)`` of the worker task running the calling code, or None outside
+    a worker (what lets a job use per-worker state, as ``sources.httppools`` does)."""
+    return _CURRENT.get()
 
 
 class _Job:
@@ -114,10 +124,11 @@ class Workers:
         self._loop = loop
         self._queue = collections.deque()
         self._idle = collections.deque()
-        self._tasks = [loop.create_task(self._work(), name=f"{self.name}:{i}")
+        self._tasks = [loop.create_task(self._work(i), name=f"{self.name}:{i}")
                        for i in range(self.size)]
 
-    async def _work(self) -> None:
+    async def _work(self, index: int) -> None:
+        _CURRENT.set((self, index))  # this task's own context
         task = asyncio.current_task()
         assert task is not None
         queue, idle = self._queue, self._idle
