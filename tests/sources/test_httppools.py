@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import http.server
 
+from reconciler.sources import http
 from reconciler.sources import workers as workers_mod
 from reconciler.sources.context import SourceContext
+from tests.factories import monitor
 from tests.helpers import http_server, reply
 
 
@@ -14,17 +16,26 @@ def port(h: http.server.BaseHTTPRequestHandler) -> None:
     reply(h, 200, str(h.client_address[1]).encode())  # the client's end of the connection
 
 
-def test_each_worker_keeps_its_own_connections_and_others_share_one_pool() -> None:
-    async def go(base: str) -> tuple[list[tuple[int, str]], str]:
+def test_a_worker_never_gets_a_connection_another_worker_opened() -> None:
+    async def go(base: str) -> tuple[dict[int, str], str]:
         ctx = SourceContext.create(http_in_flight=2)
+        seen: dict[int, str] = {}
+        first_done, release = asyncio.Event(), asyncio.Event()
 
-        async def get() -> tuple[int, str]:
+        async def get(hold: bool) -> None:
             current = workers_mod.current()
             assert current is not None and current[0] is ctx.http_workers
-            return current[1], (await ctx.http.get(base + "/port")).text
+            seen[current[1]] = (await ctx.http.get(base + "/port")).text
+            if hold:  # this worker stays busy; its connection is idle in the pool
+                first_done.set()
+                await release.wait()
 
         try:
-            seen = [await ctx.http_workers.run(get) for _ in range(6)]
+            holding = asyncio.ensure_future(ctx.http_workers.run(get, True))
+            await first_done.wait()
+            await ctx.http_workers.run(get, False)  # the other worker
+            release.set()
+            await holding
             outside = (await ctx.http.get(base + "/port")).text  # not in a worker
             return seen, outside
         finally:
@@ -32,12 +43,24 @@ def test_each_worker_keeps_its_own_connections_and_others_share_one_pool() -> No
 
     with http_server({"/port": port}) as base:
         seen, outside = asyncio.run(go(base))
-    by_worker: dict[int, set[str]] = {}
-    for index, client_port in seen:
-        by_worker.setdefault(index, set()).add(client_port)
-    # one pool shared by the workers would hand a connection one worker opened to the
-    # other, once it is idle; here each keeps (and reuses) its own
-    assert sorted(by_worker) == [0, 1]
-    assert all(len(ports) == 1 for ports in by_worker.values())
-    assert by_worker[0].isdisjoint(by_worker[1])
-    assert all(outside not in ports for ports in by_worker.values())
+    # one pool shared by the workers would have handed the second worker the first
+    # one's idle connection
+    assert sorted(seen) == [0, 1]
+    assert seen[0] != seen[1]
+    assert outside not in seen.values()
+
+
+def test_polls_at_a_low_rate_reuse_one_kept_alive_connection() -> None:
+    # The most recently idle worker takes the next poll, so polls that come one at a
+    # time keep using its connection instead of each worker opening its own.
+    async def go(base: str) -> set[str]:
+        ctx = SourceContext.create()  # 25 workers
+        probe = monitor({"type": "poll-http", "url": base + "/port", "interval": "30s"})
+        try:
+            return {(await http.observe(probe, ctx)).text for _ in range(5)}
+        finally:
+            await ctx.aclose()
+
+    with http_server({"/port": port}) as base:
+        ports = asyncio.run(go(base))
+    assert len(ports) == 1
