@@ -22,7 +22,8 @@ Usage::
 times, alternating, and prints the medians (CPU, p99 lateness, memory per monitor) and
 the start-up times (a start-up stall shows as a start-up of minutes). ``--only http``
 runs the saturated engine and the bare pooled httpx loop at caps 4 and 25 ``--repeat``
-times, alternating, and prints the medians and their ratio (goal >= 0.8).
+times, in pairs (the order alternates), and prints the medians and spread of the pairs'
+ratios (goal >= 0.8) and of each side's CPU per request (``only_http``).
 
 Figures are medians of what one run sees; these machines are shared and noisy, so
 compare ratios within a run rather than absolute numbers across runs.
@@ -167,6 +168,7 @@ async def run_engine(kind: str, n: int, interval: float, duration: float, url: s
     await asyncio.sleep(interval)
     engine.stats.lateness.clear()
     polls0, skipped0 = engine.stats.polls, engine.stats.skipped
+    checks0 = sum(e.polls for e in engine._entries.values())  # completed checks
     missed0 = engine.stats.missed
     cpu0, child0, t0 = cpu_self(), cpu_children(), time.monotonic()
     await asyncio.sleep(duration)
@@ -174,6 +176,7 @@ async def run_engine(kind: str, n: int, interval: float, duration: float, url: s
     cpu = cpu_self() - cpu0
     child = cpu_children() - child0
     polls = engine.stats.polls - polls0
+    checks = sum(e.polls for e in engine._entries.values()) - checks0
     late = [x * 1000 for x in engine.stats.lateness]
     rss1 = rss_kb()
     errors_ = sum(int((store.liveness(m.name) or {}).get("consecutiveErrors") or 0) > 0
@@ -185,6 +188,7 @@ async def run_engine(kind: str, n: int, interval: float, duration: float, url: s
         "startup_s": round(startup, 2),
         "scheduled_per_s": round(n / interval, 1),
         "achieved_per_s": round(polls / elapsed, 1),
+        "completed_per_s": round(checks / elapsed, 1),
         "skipped": engine.stats.skipped - skipped0,
         "missed": engine.stats.missed - missed0,
         "late_p50_ms": round(pct(late, 0.5), 3), "late_p99_ms": round(pct(late, 0.99), 3),
@@ -235,25 +239,30 @@ async def run_scheduler(n: int, interval: float, duration: float) -> dict[str, A
 
 
 async def floor_http(url: str, in_flight: int, duration: float) -> dict[str, Any]:
+    """The peer: ``in_flight`` loops of GETs on one pooled httpx client, configured as the
+    engine's (``SourceContext.http``: pool of ``in_flight``, no proxy from the
+    environment, no redirects), the URL parsed once, each body read whole."""
     import httpx
 
     limits = httpx.Limits(max_connections=in_flight, max_keepalive_connections=in_flight)
+    target = httpx.URL(url)
     count = 0
-    async with httpx.AsyncClient(limits=limits) as client:
+    async with httpx.AsyncClient(limits=limits, trust_env=False,
+                                 follow_redirects=False) as client:
         stop = time.monotonic() + duration
         cpu0, t0 = cpu_self(), time.monotonic()
 
         async def worker() -> None:
             nonlocal count
             while time.monotonic() < stop:
-                r = await client.get(url)
+                r = await client.get(target)
                 await r.aread()
                 count += 1
 
         await asyncio.gather(*(worker() for _ in range(in_flight)))
         elapsed = time.monotonic() - t0
     return {"scenario": f"floor: bare httpx GET, {in_flight} in flight",
-            "achieved_per_s": round(count / elapsed, 1),
+            "achieved_per_s": round(count / elapsed, 1), "seconds": round(elapsed, 2),
             "cpu_pct_core": round(100 * (cpu_self() - cpu0) / elapsed, 1)}
 
 
@@ -335,31 +344,77 @@ def only_idle(repeat: int, d: float, n: int) -> None:
     print(f"  start-up (s): {', '.join(f'{x:g}' for x in starts)}; longest {max(starts):g}")
 
 
+def proc_cpu(pid: int) -> float:
+    """CPU seconds (user + system) used so far by process ``pid`` (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def spread(values: list[float]) -> str:
+    """``median (min-max)`` of ``values``."""
+    s = sorted(values)
+    mid = s[len(s) // 2] if len(s) % 2 else (s[len(s) // 2 - 1] + s[len(s) // 2]) / 2
+    return f"{mid:.2f} ({s[0]:.2f}-{s[-1]:.2f})"
+
+
 def only_http(repeat: int, d: float) -> None:
+    """Engine vs bare pooled httpx at caps 4 and 25, ``repeat`` interleaved pairs each.
+
+    Both sides talk to the same loopback server process with the same number of
+    requests in flight and read every body. Each pair runs back to back (the order
+    alternates), so a pair's ratio compares runs that saw the same machine; the
+    medians of those ratios and their spread are the figures. CPU per request (of the
+    engine's process, of the bare client's, and of the server's for each) moves much
+    less than rates on a shared machine; the load average shows how shared it was.
+    """
     server, url = start_server()
     lines = []
     try:
         for cap in (4, 25):
-            floors, engines = [], []
-            for i in range(repeat):  # alternate, take medians
-                pair = [(floors, ("floor-http", cap, 0, d, url)),
-                        (engines, ("http", 500, 0.25, d, url, cap))]
-                for into, args in (pair if i % 2 == 0 else pair[::-1]):
-                    into.append(child(*args))  # type: ignore[arg-type]
-            f, e = median_row(floors, "achieved_per_s"), median_row(engines, "achieved_per_s")
-            for row in floors + engines:  # CPU per request: steadier on a shared machine
-                row["us_per_request"] = 1e4 * row["cpu_pct_core"] / row["achieved_per_s"]
-            fc, ec = median_row(floors, "us_per_request"), median_row(engines, "us_per_request")
-            lines.append(f"  cap {cap}: engine {e:g}/s vs bare httpx {f:g}/s = {e / f:.2f} "
-                         f"(medians of {repeat}; engine runs "
-                         f"{', '.join(str(r['achieved_per_s']) for r in engines)}; httpx "
-                         f"{', '.join(str(r['achieved_per_s']) for r in floors)})")
-            lines.append(f"         CPU per request: engine {ec:.0f} us vs bare httpx {fc:.0f} us "
-                         f"= {fc / ec:.2f} of httpx's efficiency")
+            pairs: list[tuple[dict[str, Any], dict[str, Any]]] = []
+            for i in range(repeat):
+                pair: dict[str, dict[str, Any]] = {}
+                order = [("floor", ("floor-http", cap, 0, d, url)),
+                         ("engine", ("http", 500, 0.25, d, url, cap))]
+                for side, args in (order if i % 2 == 0 else order[::-1]):
+                    cpu0 = proc_cpu(server.pid)
+                    row = child(*args)  # type: ignore[arg-type]
+                    # the engine's completed checks (polls started include queued ones)
+                    rate = row["achieved_per_s"] = row.get("completed_per_s",
+                                                           row["achieved_per_s"])
+                    requests = rate * row["seconds"]
+                    row["us_per_request"] = 1e4 * row["cpu_pct_core"] / rate
+                    # the server also served the engine's warm-up: an upper bound there
+                    row["server_us"] = 1e6 * (proc_cpu(server.pid) - cpu0) / requests
+                    row["load"] = os.getloadavg()[0]
+                    pair[side] = row
+                pairs.append((pair["engine"], pair["floor"]))
+            engines = [e for e, _ in pairs]
+            floors = [f for _, f in pairs]
+            rate = [e["achieved_per_s"] / f["achieved_per_s"] for e, f in pairs]
+            eff = [f["us_per_request"] / e["us_per_request"] for e, f in pairs]
+            lines += [
+                f"  cap {cap}, {repeat} pairs, median (min-max):",
+                f"    rate ratio engine/httpx: {spread(rate)}   "
+                f"[engine {spread([e['achieved_per_s'] for e in engines])}/s, "
+                f"httpx {spread([f['achieved_per_s'] for f in floors])}/s]",
+                f"    CPU per request: engine "
+                f"{spread([e['us_per_request'] for e in engines])} us, httpx "
+                f"{spread([f['us_per_request'] for f in floors])} us; "
+                f"httpx/engine {spread(eff)}",
+                f"    CPU of a core: engine {spread([e['cpu_pct_core'] for e in engines])}%, "
+                f"httpx {spread([f['cpu_pct_core'] for f in floors])}%",
+                f"    server CPU per request: while the engine ran "
+                f"{spread([e['server_us'] for e in engines])} us (warm-up included), "
+                f"while httpx ran {spread([f['server_us'] for f in floors])} us",
+                f"    load average (1 min) after each run: "
+                f"{spread([r['load'] for r in engines + floors])}",
+            ]
     finally:
         server.kill()
         server.wait()
-    print("HTTP: engine saturated poll rate / bare pooled httpx at the same cap (goal >= 0.8):")
+    print("HTTP: engine saturated poll rate / bare pooled httpx at the same cap (goal >= 0.8);")
+    print("CPU per request is the steadier figure on a shared machine:")
     print("\n".join(lines))
 
 

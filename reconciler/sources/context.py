@@ -1,4 +1,4 @@
-"""What sources share at run time: the pooled HTTP client, the store, the fleet.
+"""What sources share at run time: the HTTP client and its workers, the store, the fleet.
 
 ``SourceContext`` is built once by the engine (or ``monitors test``) and passed to
 every ``observe``/``stream``. httpx is imported when the first HTTP poll asks for the
@@ -9,7 +9,6 @@ does, so lint stays light.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from reconciler import errors, redaction
 from reconciler.fleet import Fleet
+from reconciler.sources.workers import Workers
 
 if TYPE_CHECKING:
     import httpx
@@ -45,11 +45,12 @@ HTTP_IN_FLIGHT = 25
 
 @dataclass
 class SourceContext:
-    """What sources share: pooled HTTP client, in-flight cap, store, fleet, settings.
+    """What sources share: HTTP client, in-flight cap, store, fleet, settings.
 
     Attributes:
-        http_in_flight: the cap on HTTP requests in flight (and the client's pool size).
-        http_slots: caps HTTP requests in flight.
+        http_in_flight: the cap on HTTP requests in flight (``http_workers``).
+        http_workers: ``http_in_flight`` workers that run HTTP polls' requests (the
+            cap; ``sources.workers`` says why workers rather than a semaphore).
         store: the state store (pid markers), or None.
         fleet: the fleet (device sources).
         settings: resolved settings, or None (tests).
@@ -63,7 +64,7 @@ class SourceContext:
     """
 
     http_in_flight: int
-    http_slots: asyncio.Semaphore
+    http_workers: Workers
     store: Store | None = None
     fleet: Fleet = field(default_factory=Fleet)
     settings: Settings | None = None
@@ -85,11 +86,11 @@ class SourceContext:
         dry_run: bool = False,
         redactor: redaction.Redactor | None = None,
     ) -> SourceContext:
-        """Build a context whose pooled HTTP client (made on first use) is sized to
-        ``http_in_flight``. Close it with ``aclose``."""
+        """Build a context whose HTTP client (made on first use) has ``http_in_flight``
+        workers. Close it with ``aclose``."""
         return cls(
             http_in_flight=http_in_flight,
-            http_slots=asyncio.Semaphore(http_in_flight),
+            http_workers=Workers(http_in_flight, name="monitors:http"),
             store=store,
             fleet=fleet or Fleet(),
             settings=settings,
@@ -100,20 +101,27 @@ class SourceContext:
 
     @property
     def http(self) -> httpx.AsyncClient:
-        """The shared pooled ``httpx.AsyncClient``, made on first use (redirects are
-        chosen per request; TLS verification on, httpx's default; no proxy from the
-        environment)."""
+        """The shared ``httpx.AsyncClient``, made on first use: each of ``http_workers``
+        sends through its own connection pool, other callers through one pool of
+        ``http_in_flight`` (``sources.httppools``); redirects are chosen per request;
+        TLS verification on, httpx's default; no proxy from the environment; no timeout
+        of its own: each caller sets its deadline, as ``http.fetch`` does with one
+        ``asyncio.timeout`` for the whole request."""
         if self._http is None:
             import httpx
 
+            from reconciler.sources import httppools
+
             limits = httpx.Limits(max_connections=self.http_in_flight,
                                   max_keepalive_connections=self.http_in_flight)
-            self._http = httpx.AsyncClient(limits=limits, follow_redirects=False,
-                                           trust_env=False)
+            self._http = httpx.AsyncClient(
+                transport=httppools.PerWorker(self.http_workers, limits),
+                follow_redirects=False, trust_env=False, timeout=None)
         return self._http
 
     async def aclose(self) -> None:
-        """Close the HTTP client (when one was made)."""
+        """Stop the HTTP workers and close the HTTP client (when one was made)."""
+        await self.http_workers.aclose()
         if self._http is not None:
             await self._http.aclose()
 

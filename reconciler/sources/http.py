@@ -2,8 +2,9 @@
 followed redirects, ``<status>\\n`` then a ``redirect: <status> <location>`` line per hop,
 then the body).
 
-* One shared, pooled ``httpx.AsyncClient`` (``SourceContext.http``); requests in
-  flight are capped by ``SourceContext.http_slots``.
+* One shared ``httpx.AsyncClient`` (``SourceContext.http``); requests in flight are
+  capped by ``SourceContext.http_workers``, which run them (``fetch``), each through
+  its own connection pool (``sources.httppools``).
 * ``timeout`` is a deadline for the whole request, body included, so a slowly
   dripping body cannot stretch a poll past it.
 * The URL and header values may use ``${ENV}``; they are expanded here, each value is
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     import httpx
 
     from reconciler.sources.context import SourceContext
+    from reconciler.sources.process import Capped
 
 DEFAULT_TIMEOUT = 10.0
 ON_ERROR = "observe"
@@ -235,7 +237,6 @@ class Prepared:
     Attributes:
         url: the parsed URL (``${NAME}``s expanded).
         headers: the expanded headers.
-        timeout: the request's ``httpx.Timeout`` (``spec.timeout`` for each phase).
         target: the URL as written, ``${NAME}``s expanded (redact before showing it:
             secrets registered later count too).
         normalized: the parsed URL's text when it differs from ``target`` (the
@@ -244,13 +245,12 @@ class Prepared:
 
     url: httpx.URL
     headers: dict[str, str]
-    timeout: httpx.Timeout
     target: str
     normalized: str | None
 
 
 PREPARED_MAX = 100_000
-"""Prepared requests a source context keeps (one per distinct URL, headers, timeout)."""
+"""Prepared requests a source context keeps (one per distinct URL and headers)."""
 
 
 def prepare(spec: HttpSpec, ctx: SourceContext) -> Prepared:
@@ -261,32 +261,56 @@ def prepare(spec: HttpSpec, ctx: SourceContext) -> Prepared:
     Raises:
         errors.SourceError: kind ``url`` or ``config`` (see ``observe``).
     """
-    import httpx
-
     target = ctx.expand(spec.url, where="url") if "$" in spec.url else spec.url
     headers = expand_headers(spec.headers, ctx) if spec.headers else {}
-    key = (target, tuple(headers.items()), spec.timeout)
+    key = (target, tuple(headers.items())) if headers else target
     cache: dict[Any, Prepared] = ctx.prepared.setdefault(HttpSpec.TYPE, {})
     found = cache.get(key)
     if found is None:
         parsed = check_url(target, ctx.redactor.redact(target))  # ${NAME}s: never shown
         check_headers(headers)
         text = str(parsed)
-        found = Prepared(parsed, headers, httpx.Timeout(spec.timeout), target,
-                         text if text != target else None)
+        found = Prepared(parsed, headers, target, text if text != target else None)
         if len(cache) >= PREPARED_MAX:
             cache.clear()
         cache[key] = found
     return found
 
 
-async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
-    """GET ``source.url`` once.
+@dataclass(slots=True)
+class Fetched:
+    """What ``fetch`` read of one response (the rest of the poll happens in ``observe``).
+
+    Attributes:
+        status: the (last) response's status code.
+        body: the body, at most ``maxBytes`` of it (``truncated``).
+        duration: seconds from sending the request to the end of the body.
+        content_type: the ``Content-Type`` header ("" when absent).
+        encoding: the charset to decode the body with.
+        location: the ``Location`` header, or None.
+        final: the URL of the response when a redirect was followed (not redacted).
+        redirects: ``(status, Location)`` of each followed hop (not redacted).
+    """
+
+    status: int
+    body: Capped
+    duration: float
+    content_type: str
+    encoding: str
+    location: str | None
+    final: str | None
+    redirects: list[tuple[int, str]]
+
+
+async def fetch(ctx: SourceContext, request: Prepared, spec: HttpSpec, url: str) -> Fetched:
+    """GET ``request`` with the shared client, reading the body up to ``spec.max_bytes``,
+    all within ``spec.timeout`` (run in one of ``ctx.http_workers``).
+
+    Args:
+        url: the URL as messages show it (redacted).
 
     Raises:
-        errors.SourceError: kind ``url`` or ``config`` (permanent: a bad URL or header;
-            an unset ``${ENV}`` is not permanent), ``timeout``, ``dns``, ``connect``,
-            ``tls``, ``protocol`` or ``http``.
+        errors.SourceError: see ``observe``.
     """
     import asyncio
 
@@ -294,78 +318,102 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
 
     from reconciler.sources import process
 
+    timeout = spec.timeout
+    body = process.Capped(spec.max_bytes)
+    started = time.monotonic()
+    try:
+        # The one deadline of the request, body included (the client sets no
+        # per-phase timeouts of its own: ``SourceContext.http``).
+        async with asyncio.timeout(timeout):
+            client = ctx.http
+            # ``client.stream`` without its context-manager layer (the same calls)
+            response = await client.send(
+                client.build_request("GET", request.url, headers=request.headers),
+                stream=True, follow_redirects=spec.follow_redirects)
+            try:
+                async for chunk in response.aiter_bytes():
+                    body.add(chunk)
+                    if body.truncated:
+                        break
+            finally:
+                await response.aclose()
+            headers = response.headers
+            content_type = headers.get("content-type", "")
+            history = response.history
+            return Fetched(
+                response.status_code, body, time.monotonic() - started, content_type,
+                # httpx parses a charset with the email package (costly per poll);
+                # without one its answer is the client's default, UTF-8.
+                (response.encoding or "utf-8")
+                if "charset" in content_type.lower() else "utf-8",
+                headers.get("location"),
+                # No redirect followed: the response is from the URL as parsed.
+                str(response.url) if history else request.normalized,
+                [(hop.status_code, hop.headers.get("location", "")) for hop in history])
+    except TimeoutError:
+        raise errors.SourceError(
+            f"GET {url}: no complete response within {timeout:g}s", kind="timeout"
+        ) from None
+    except (httpx.InvalidURL, httpx.UnsupportedProtocol) as e:
+        # ``url`` passed check_url: this came from a redirect's Location, which the
+        # server may fix, so it is not permanent.
+        raise errors.SourceError(f"GET {url}: {ctx.redactor.redact(str(e))}",
+                                 kind="url") from None
+    except (ValueError, TypeError, OverflowError, ExceptionGroup) as e:
+        # What httpx/anyio let through for input they cannot use (an IDNA label, a
+        # redirect to port 99999, raised as an ExceptionGroup by the connect race):
+        # one line, never a traceback.
+        leaf = _leaf(e)
+        raise errors.SourceError(
+            f"GET {url}: {type(leaf).__name__}: {ctx.redactor.redact(str(leaf))}",
+            kind="url") from None
+    except httpx.HTTPError as e:
+        kind = _classify(e)
+        detail = ctx.redactor.redact(str(e) or type(e).__name__)
+        raise errors.SourceError(
+            f"GET {url}: {type(e).__name__}: {detail}", kind=kind
+        ) from e
+
+
+async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
+    """GET ``source.url`` once: the request runs in one of ``ctx.http_workers`` (the
+    in-flight cap), the observation is made here.
+
+    Raises:
+        errors.SourceError: kind ``url`` or ``config`` (permanent: a bad URL or header;
+            an unset ``${ENV}`` is not permanent), ``timeout``, ``dns``, ``connect``,
+            ``tls``, ``protocol`` or ``http``.
+    """
+    from reconciler.sources import process
+
     spec = monitor.source
     assert isinstance(spec, HttpSpec)
     request = prepare(spec, ctx)
-    url = ctx.redactor.redact(request.target)
-    timeout, limit = spec.timeout, spec.max_bytes
-    body = process.Capped(limit)
-    async with ctx.http_slots:
-        started = time.monotonic()
-        try:
-            async with asyncio.timeout(timeout):
-                async with ctx.http.stream(
-                    "GET", request.url, headers=request.headers,
-                    follow_redirects=spec.follow_redirects, timeout=request.timeout,
-                ) as response:
-                    async for chunk in response.aiter_bytes():
-                        body.add(chunk)
-                        if body.truncated:
-                            break
-                    status = response.status_code
-                    # No redirect followed: the response is from the URL as parsed.
-                    final = str(response.url) if response.history else request.normalized
-                    final_url = ctx.redactor.redact(final) if final is not None else None
-                    content_type = response.headers.get("content-type", "")
-                    # httpx parses a charset with the email package (costly per poll);
-                    # without one its answer is the client's default, UTF-8.
-                    encoding = (response.encoding or "utf-8") \
-                        if "charset" in content_type.lower() else "utf-8"
-                    location = response.headers.get("location")
-                    redirects = [{"status": hop.status_code,
-                                  "location": ctx.redactor.redact(
-                                      hop.headers.get("location", ""))}
-                                 for hop in response.history] if response.history else None
-        except TimeoutError:
-            raise errors.SourceError(
-                f"GET {url}: no complete response within {timeout:g}s", kind="timeout"
-            ) from None
-        except (httpx.InvalidURL, httpx.UnsupportedProtocol) as e:
-            # ``url`` passed check_url: this came from a redirect's Location, which the
-            # server may fix, so it is not permanent.
-            raise errors.SourceError(f"GET {url}: {ctx.redactor.redact(str(e))}",
-                                     kind="url") from None
-        except (ValueError, TypeError, OverflowError, ExceptionGroup) as e:
-            # What httpx/anyio let through for input they cannot use (an IDNA label, a
-            # redirect to port 99999, raised as an ExceptionGroup by the connect race):
-            # one line, never a traceback.
-            leaf = _leaf(e)
-            raise errors.SourceError(
-                f"GET {url}: {type(leaf).__name__}: {ctx.redactor.redact(str(leaf))}",
-                kind="url") from None
-        except httpx.HTTPError as e:
-            kind = _classify(e)
-            detail = ctx.redactor.redact(str(e) or type(e).__name__)
-            raise errors.SourceError(
-                f"GET {url}: {type(e).__name__}: {detail}", kind=kind
-            ) from e
-    duration = time.monotonic() - started
+    redact = ctx.redactor.redact
+    url = redact(request.target)
+    got = await ctx.http_workers.run(fetch, ctx, request, spec, url)
+    status, body = got.status, got.body
+    data = body.data()
     try:
-        text = body.data().decode(encoding, errors="replace")
+        text = data.decode(got.encoding, errors="replace")
     except LookupError:
-        text = process.decode(body.data())
+        text = process.decode(data)
     meta: dict[str, object] = {
         "status": status,
-        "duration": round(duration, 4),
+        "duration": round(got.duration, 4),
         "truncated": body.truncated,
-        "contentType": content_type,
+        "contentType": got.content_type,
     }
-    if final_url is not None and final_url != url:
-        meta["url"] = final_url
-    if location and 300 <= status < 400:
-        meta["location"] = location
+    if got.final is not None:
+        final_url = redact(got.final)
+        if final_url != url:
+            meta["url"] = final_url
+    if got.location and 300 <= status < 400:
+        meta["location"] = got.location
     head = f"{status}\n"
-    if redirects:
+    if got.redirects:
+        redirects = [{"status": hop, "location": redact(location)}
+                     for hop, location in got.redirects]
         meta["redirects"] = redirects
         # in the text too, so a condition can match a hop (a redirect to a status page
         # that answers 200 is still seen): one ``redirect: <status> <location>`` line each
