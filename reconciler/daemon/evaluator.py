@@ -61,7 +61,7 @@ from typing import TYPE_CHECKING
 
 from reconciler import errors, events
 from reconciler.daemon import clock as clock_mod
-from reconciler.daemon import metrics
+from reconciler.daemon import eager, metrics
 from reconciler.daemon import scheduler as scheduler_mod
 from reconciler.daemon.pipeline import Pipeline
 from reconciler.daemon.polls import Entry, FirstPoll, PollResult, Stats, load_state, offset_fraction
@@ -114,6 +114,7 @@ class Engine(Pipeline):
         self.stats = Stats()
         self._entries: dict[MonitorName, Entry] = {}
         self._scheduler: scheduler_mod.Scheduler[MonitorName] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._flusher: asyncio.Task[None] | None = None
         self._first_pending = 0
         self._starting: list[Entry] = []
@@ -282,6 +283,7 @@ class Engine(Pipeline):
     # -- internals ------------------------------------------------------------
 
     def _ensure_started(self) -> None:
+        self._loop = asyncio.get_running_loop()
         if self._scheduler is None:
             self._scheduler = scheduler_mod.Scheduler(self._on_due, clock=self.clock)
         if self._flusher is None and self.flush_interval > 0:
@@ -367,8 +369,9 @@ class Engine(Pipeline):
     def _on_due(self, name: MonitorName, due: float) -> None:
         """Scheduler callback: start a poll unless one is running; schedule the next."""
         entry = self._entries.get(name)
-        scheduler = self._scheduler
-        if entry is None or entry.parked is not None or self._closed or scheduler is None:
+        scheduler, loop = self._scheduler, self._loop
+        if (entry is None or entry.parked is not None or self._closed or scheduler is None
+                or loop is None):
             return
         now = self.clock.monotonic()
         interval = entry.interval
@@ -391,7 +394,10 @@ class Engine(Pipeline):
         stats.lateness.append(now - due)
         metrics.poll_started(now - due)
         entry.busy = True
-        entry.task = asyncio.get_running_loop().create_task(self._poll_task(entry))
+        if entry.eager and not entry.monitor.owners:  # owners: admission speaks httpx
+            entry.task = eager.start(self._poll_task(entry), loop=loop)
+        else:
+            entry.task = loop.create_task(self._poll_task(entry))
 
     async def _poll_task(self, entry: Entry) -> None:
         try:
