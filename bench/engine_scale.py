@@ -218,7 +218,7 @@ async def run_scheduler(n: int, interval: float, duration: float) -> dict[str, A
         nonlocal count
         count += 1
         late.append(loop.time() - at)
-        sched.schedule(key, at + interval)
+        sched.schedule(key, at + interval, interval)  # as the engine does: its lane
 
     rss0 = rss_kb()
     sched: Scheduler[int] = Scheduler(due)

@@ -383,7 +383,7 @@ class Engine(Pipeline):
             stats.skipped += missed
             stats.missed += missed
             next_due = due + (missed + 1) * interval
-        scheduler.schedule(name, next_due)
+        scheduler.schedule(name, next_due, interval)  # one interval on: its lane
         if entry.busy:
             entry.skipped += 1
             stats.skipped += 1
