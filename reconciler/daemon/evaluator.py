@@ -390,9 +390,10 @@ class Engine(Pipeline):
             return
         if self.store.autopaused(name):
             return
+        late = now - due
         stats.polls += 1
-        stats.lateness.append(now - due)
-        metrics.poll_started(now - due)
+        stats.lateness.append(late)
+        metrics.poll_started(late)
         entry.busy = True
         if entry.eager and not entry.monitor.owners:  # owners: admission speaks httpx
             entry.task = eager.start(self._poll_task(entry), loop=loop)
