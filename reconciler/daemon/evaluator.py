@@ -13,6 +13,12 @@ Promises:
   name) of a window sized for ``FIRST_POLL_RATE`` first polls per second, capped at
   the interval: one new monitor polls at once, a thousand spread over five seconds
   (``run --once`` polls every monitor at once: it waits for them, then exits).
+* **A task only for a poll that waits.** A poll of a source type declaring ``EAGER``
+  (``sources.registry``) starts on the scheduler's callback and becomes a task only
+  if it waits (``daemon.eager``); an unchanged check reuses the last decision
+  (``polls.remembered``); a monitor rescheduled one interval on queues in its
+  interval's lane (``scheduler``). So an idle poll allocates no task, decision or
+  heap entry.
 * **Never two polls of one monitor at once.** A tick that comes while the previous
   poll still runs is skipped and counted (``skipped``); a slow or failing source
   delays only its own monitor. Every source enforces its own ``timeout``. HTTP

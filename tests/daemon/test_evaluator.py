@@ -214,9 +214,12 @@ def test_failed_state_write_rolls_back_fire_record(tmp_path: Path, scripted: Scr
             monkeypatch.setattr(env.store, "write_state", broken)
             scripted.script["m"] = ["b"]
             await until(lambda: (env.store.liveness("m") or {}).get("consecutiveErrors", 0) >= 1)
+            assert "No space left" in (env.store.liveness("m") or {})["lastError"]
+            # Stopped, so no later poll's commit is half-way (its fire record written,
+            # not yet rolled back) while the files are read.
+            await engine.stop("m")
             assert (mdir / "state.json").read_bytes() == before
             assert env.store.fire_ids("m") == [] and env.rec.events == []
-            assert "No space left" in (env.store.liveness("m") or {})["lastError"]
 
     asyncio.run(go())
 
