@@ -611,3 +611,34 @@ def test_an_unchanged_check_reuses_the_last_decision(tmp_path: Path, scripted: S
     # a: baseline (stored), unchanged (remembered), 3 reused; b: fired (stored),
     # unchanged against the new state (remembered), 3 reused; a: fired.
     assert decided[:5] == ["a", "a", "b", "b", "a"]
+
+
+def test_a_pid_monitor_polls_eagerly_and_fires_when_the_process_exits(tmp_path: Path) -> None:
+    """``pid`` declares ``EAGER``: its first poll waits (it writes the marker in a worker
+    thread) and goes on in a task; later polls run on the scheduler's callback; the
+    exit still fires."""
+    import subprocess
+
+    from reconciler.sources import registry
+
+    child = subprocess.Popen(["sleep", "30"])
+    env = Env(tmp_path)
+    m = monitor({"type": "pid", "pid": child.pid, "interval": "500ms"}, name="p")
+    assert registry.is_eager(m)
+
+    async def go() -> None:
+        async with env as engine:
+            await engine.start(m)
+            assert (await engine.wait_first_poll(["p"], 5))["p"] == polls.FirstPoll(True)
+            await until(lambda: checks(env.store, "p") >= 3)
+            assert env.rec.events == []
+            child.kill()
+            child.wait()
+            await until(lambda: len(env.rec.events) == 1)
+
+    try:
+        asyncio.run(go())
+    finally:
+        child.kill()
+        child.wait()
+    assert env.rec.events[0].summary == "exited"
