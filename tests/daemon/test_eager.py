@@ -94,3 +94,16 @@ def test_errors_before_the_first_wait_reach_the_caller_later_ones_the_task() -> 
             await task
 
     asyncio.run(go())
+
+
+def test_a_bare_yield_as_the_first_wait_goes_on_at_the_next_loop_turn() -> None:
+    async def yields() -> str:
+        await asyncio.sleep(0)
+        return "done"
+
+    async def go() -> str:
+        task = eager.start(yields(), loop=asyncio.get_running_loop())
+        assert task is not None
+        return await task
+
+    assert asyncio.run(go()) == "done"
