@@ -149,6 +149,12 @@ class Guards:
 
     async def after_check(self, monitor: Monitor, *, ok: bool, error: str | None) -> None:
         """Count the streak of failed checks (``error`` is the check error, if any)."""
+        if ok:  # every quiet poll: no drought of checks open, nothing to load or write
+            name = str(monitor.name)
+            state = self._drought.get(name)
+            if state is not None and not state.get(CHECKS):
+                self._streaks[(name, CHECKS)] = 0
+                return
         await self._observe(monitor, CHECKS, ok=ok, reason=error or "")
 
     async def after_fire(self, monitor: Monitor, *, ok: bool, reason: str) -> None:

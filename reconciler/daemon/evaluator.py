@@ -13,6 +13,12 @@ Promises:
   name) of a window sized for ``FIRST_POLL_RATE`` first polls per second, capped at
   the interval: one new monitor polls at once, a thousand spread over five seconds
   (``run --once`` polls every monitor at once: it waits for them, then exits).
+* **A task only for a poll that waits.** A poll of a source type declaring ``EAGER``
+  (``sources.registry``) starts on the scheduler's callback and becomes a task only
+  if it waits (``daemon.eager``); an unchanged check reuses the last decision
+  (``polls.remembered``); a monitor rescheduled one interval on queues in its
+  interval's lane (``scheduler``). So an idle poll allocates no task, decision or
+  heap entry.
 * **Never two polls of one monitor at once.** A tick that comes while the previous
   poll still runs is skipped and counted (``skipped``); a slow or failing source
   delays only its own monitor. Every source enforces its own ``timeout``. HTTP
@@ -63,7 +69,7 @@ from typing import TYPE_CHECKING
 
 from reconciler import errors, events
 from reconciler.daemon import clock as clock_mod
-from reconciler.daemon import metrics
+from reconciler.daemon import eager, metrics
 from reconciler.daemon import scheduler as scheduler_mod
 from reconciler.daemon.pipeline import Pipeline
 from reconciler.daemon.polls import Entry, FirstPoll, PollResult, Stats, load_state, offset_fraction
@@ -118,6 +124,7 @@ class Engine(Pipeline):
         self.stats = Stats()
         self._entries: dict[MonitorName, Entry] = {}
         self._scheduler: scheduler_mod.Scheduler[MonitorName] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._flusher: asyncio.Task[None] | None = None
         self._first_pending = 0
         self._starting: list[Entry] = []
@@ -293,6 +300,7 @@ class Engine(Pipeline):
     # -- internals ------------------------------------------------------------
 
     def _ensure_started(self) -> None:
+        self._loop = asyncio.get_running_loop()
         if self._scheduler is None:
             self._scheduler = scheduler_mod.Scheduler(self._on_due, clock=self.clock)
         if self._flusher is None and self.flush_interval > 0:
@@ -378,8 +386,9 @@ class Engine(Pipeline):
     def _on_due(self, name: MonitorName, due: float) -> None:
         """Scheduler callback: start a poll unless one is running; schedule the next."""
         entry = self._entries.get(name)
-        scheduler = self._scheduler
-        if entry is None or entry.parked is not None or self._closed or scheduler is None:
+        scheduler, loop = self._scheduler, self._loop
+        if (entry is None or entry.parked is not None or self._closed or scheduler is None
+                or loop is None):
             return
         now = self.clock.monotonic()
         interval = entry.interval
@@ -391,18 +400,22 @@ class Engine(Pipeline):
             stats.skipped += missed
             stats.missed += missed
             next_due = due + (missed + 1) * interval
-        scheduler.schedule(name, next_due)
+        scheduler.schedule(name, next_due, interval)  # one interval on: its lane
         if entry.busy:
             entry.skipped += 1
             stats.skipped += 1
             return
         if self.store.autopaused(name):
             return
+        late = now - due
         stats.polls += 1
-        stats.lateness.append(now - due)
-        metrics.poll_started(now - due)
+        stats.lateness.append(late)
+        metrics.poll_started(late)
         entry.busy = True
-        entry.task = asyncio.get_running_loop().create_task(self._poll_task(entry))
+        if entry.eager and not entry.monitor.owners:  # owners: admission speaks httpx
+            entry.task = eager.start(self._poll_task(entry), loop=loop)
+        else:
+            entry.task = loop.create_task(self._poll_task(entry))
 
     async def _poll_task(self, entry: Entry) -> None:
         try:

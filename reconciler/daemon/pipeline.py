@@ -29,7 +29,15 @@ from reconciler import conditions, errors, events, sources
 from reconciler.conditions import lifecycle, outage
 from reconciler.daemon import clock as clock_mod
 from reconciler.daemon import metrics
-from reconciler.daemon.polls import Entry, FirstPoll, PollResult, Stats, make_event
+from reconciler.daemon.polls import (
+    Entry,
+    FirstPoll,
+    PollResult,
+    Stats,
+    make_event,
+    remember,
+    remembered,
+)
 from reconciler.model import MonitorName, Observation
 from reconciler.sources import registry as source_types
 from reconciler.state import store as store_mod
@@ -113,7 +121,10 @@ class Pipeline:
         started = self.clock.monotonic()
         try:
             # Every source enforces its own ``timeout`` (no second timer per poll here).
-            observation = await source_types.observe(monitor, self.ctx)
+            observe = entry.observe
+            if observe is None:
+                observe = entry.observe = source_types.observer(monitor)
+            observation = await observe(monitor, self.ctx)
         except errors.SourceError as e:
             metrics.polled(monitor.name, monitor.source.TYPE, self.clock.monotonic() - started)
             return await self._failed(entry, e)
@@ -225,11 +236,15 @@ class Pipeline:
         monitor = entry.monitor
         at = self.clock.time()
         observation = self.ctx.redactor.observation(observation)
-        try:
-            decision = conditions.decide(monitor, observation, entry.previous)
-        except re.error as e:
-            return await self._check_failed(entry, errors.SourceError(
-                f"condition regex does not compile: {e}", kind="config", permanent=True))
+        text = observation.text
+        decision = remembered(entry, text)
+        if decision is None:
+            try:
+                decision = conditions.decide(monitor, observation, entry.previous)
+            except re.error as e:
+                return await self._check_failed(entry, errors.SourceError(
+                    f"condition regex does not compile: {e}", kind="config", permanent=True))
+            remember(entry, text, decision)
         event: events.Event | None = None
         if decision.fire:
             event = make_event(monitor, decision, observation, at=at)

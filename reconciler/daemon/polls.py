@@ -13,15 +13,19 @@ import collections
 import datetime as dt
 import secrets
 import zlib
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from reconciler import conditions, events
 from reconciler.conditions import diff
 from reconciler.model import Monitor, MonitorName, Observation
+from reconciler.sources import registry as source_types
 from reconciler.state import records
 from reconciler.state import store as store_mod
+
+if TYPE_CHECKING:
+    from reconciler.sources.context import SourceContext
 
 LATENESS_SAMPLES = 100_000
 """Recent poll lateness samples kept in ``Stats.lateness``."""
@@ -115,6 +119,33 @@ def load_state(store: store_mod.Store,
     return cast(records.StateRecord, dict(state)), True
 
 
+MEMO_CHARS = 4096
+"""Observations up to this many characters have their unchanged decision remembered
+(``Entry.unchanged``); a longer one is decided afresh each time (holding it between
+polls would cost memory; deciding it costs little next to reading it)."""
+
+
+def remembered(entry: Entry, text: str) -> conditions.Decision | None:
+    """The decision of ``entry``'s previous check when this check is bound to repeat it:
+    the same monitor (fingerprint, condition), the same stored state and the same text.
+    ``conditions.decide`` is pure (a function of those three alone), so it would return
+    an equal decision; a quiet monitor's poll skips it. None when it must decide."""
+    memo = entry.unchanged
+    if (memo is not None and memo[0] is entry.monitor and memo[1] is entry.previous
+            and memo[2] == text):
+        return memo[3]
+    return None
+
+
+def remember(entry: Entry, text: str, decision: conditions.Decision) -> None:
+    """Keep ``decision`` for ``remembered`` when it changes nothing (no fire, nothing to
+    store) and ``text`` is short (``MEMO_CHARS``); else forget the last one."""
+    if decision.fire or decision.persist or len(text) > MEMO_CHARS:
+        entry.unchanged = None
+    else:
+        entry.unchanged = (entry.monitor, entry.previous, text, decision)
+
+
 def offset_fraction(name: str) -> float:
     """A deterministic fraction in [0, 1) from the monitor's name (CRC-32)."""
     return zlib.crc32(name.encode()) / 2**32
@@ -138,14 +169,24 @@ class Entry:
     interval: float = field(init=False)
     """Seconds between polls (``source.interval``, part of the fingerprint, so it never
     changes for an entry; 0.0 for a stream or push source, which is not scheduled)."""
+    eager: bool = field(init=False)
+    """Its source type needs no task until it waits (``sources.registry.is_eager``;
+    the type is part of the fingerprint too): polls start as ``daemon.eager`` does."""
 
     def __post_init__(self) -> None:
         self.interval = self.monitor.source.interval or 0.0
+        self.eager = source_types.is_eager(self.monitor)
     pushing: asyncio.Lock = field(default_factory=asyncio.Lock)
     link: tuple[str, str | None] | None = None
     """A connection stream's state (``ws``): ``("connected", None)`` or
     ``("reconnecting", last error)``; None for other monitors."""
     token: int | None = None  # an owners monitor's fencing token for this poll
+    observe: Callable[[Monitor, SourceContext], Awaitable[Observation]] | None = None
+    """Its source type's ``observe`` (``sources.registry.observer``), looked up at its
+    first poll (the type is part of the fingerprint)."""
+    unchanged: tuple[Monitor, Mapping[str, Any] | None, str, conditions.Decision] | None = None
+    """The last decision that neither fired nor stored anything, with the monitor, stored
+    state and text it was made for (``remembered``)."""
 
 
 @dataclass

@@ -89,6 +89,10 @@ def check(raw: Mapping[str, Any]) -> list[Finding]:
     return []
 
 
+EAGER = True
+"""``observe`` needs no asyncio task until it waits (a ``/proc`` read; only the first
+check writes the marker in a worker thread): ``sources.registry.EAGER``."""
+
 MAX_PID = 4194304
 """The largest pid Linux can give (``PID_MAX_LIMIT``; the schema's ``source.pid`` maximum)."""
 

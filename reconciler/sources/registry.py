@@ -15,7 +15,7 @@ needs when called. ``TYPES`` imports a type's module the first time it is read
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Awaitable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from reconciler.addflags import AddFlag
@@ -77,6 +77,12 @@ STREAMS = TYPES.flagged("STREAM")
 
 LINKS = TYPES.flagged("LINK")
 """Streams over a connection (``ws``): ``list`` shows connected / reconnecting."""
+
+EAGER = TYPES.flagged("EAGER")
+"""Types whose ``observe`` needs no ``asyncio`` task until it first waits (no
+``asyncio.timeout``, anyio or httpx before then): the engine starts their polls on the
+scheduler's callback and makes a task only when one waits (``daemon.eager``). ``pid``
+(it reads ``/proc``); a type that waits at once gains nothing from it."""
 
 PUSHED = TYPES.flagged("PUSH")
 """Push sources (``ws``, ``webhook``): never polled on a schedule; a ``ws`` is a stream,
@@ -176,9 +182,21 @@ def observe(monitor: Monitor, ctx: SourceContext) -> Awaitable[Observation]:
     return TYPES[monitor.source.TYPE].observe(monitor, ctx)
 
 
+def observer(monitor: Monitor) -> Callable[[Monitor, SourceContext], Awaitable[Observation]]:
+    """``monitor``'s source type's ``observe`` function, for a caller that polls the
+    same monitor many times (the engine looks it up once per started monitor; calling
+    it is ``observe``)."""
+    return TYPES[monitor.source.TYPE].observe
+
+
 def is_stream(monitor: Monitor) -> bool:
     """True when the engine evaluates ``monitor`` as a stream (``command``, ``ws``)."""
     return monitor.source_type in STREAMS
+
+
+def is_eager(monitor: Monitor) -> bool:
+    """True when ``monitor``'s source type is in ``EAGER``."""
+    return monitor.source_type in EAGER
 
 
 def is_pushed(monitor: Monitor) -> bool:

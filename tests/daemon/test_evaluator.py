@@ -56,10 +56,15 @@ class Scripted:
             self.active[name] -= 1
 
 
-@pytest.fixture
-def scripted(monkeypatch: pytest.MonkeyPatch) -> Iterator[Scripted]:
+@pytest.fixture(params=[False, True], ids=["task", "eager"])
+def scripted(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+             ) -> Iterator[Scripted]:
+    """The scripted source, once as a type whose polls run in a task and once as one
+    declaring ``EAGER`` (``daemon.eager``: started on the scheduler's callback, a task
+    only when it waits, as with a ``delay``): every promise holds both ways."""
     s = Scripted()
     monkeypatch.setattr(poll_source, "observe", s.observe)
+    monkeypatch.setattr(poll_source, "EAGER", request.param, raising=False)
     yield s
 
 
@@ -209,9 +214,12 @@ def test_failed_state_write_rolls_back_fire_record(tmp_path: Path, scripted: Scr
             monkeypatch.setattr(env.store, "write_state", broken)
             scripted.script["m"] = ["b"]
             await until(lambda: (env.store.liveness("m") or {}).get("consecutiveErrors", 0) >= 1)
+            assert "No space left" in (env.store.liveness("m") or {})["lastError"]
+            # Stopped, so no later poll's commit is half-way (its fire record written,
+            # not yet rolled back) while the files are read.
+            await engine.stop("m")
             assert (mdir / "state.json").read_bytes() == before
             assert env.store.fire_ids("m") == [] and env.rec.events == []
-            assert "No space left" in (env.store.liveness("m") or {})["lastError"]
 
     asyncio.run(go())
 
@@ -540,3 +548,97 @@ def test_polls_follow_the_engines_clock_not_real_time(tmp_path: Path, scripted: 
     live = store.liveness("m") or {}
     assert live.get("checkCount") == 2
     assert live.get("lastCheckedAt") == pytest.approx(1_750_000_000.0 + second)  # clock.time()
+
+
+def test_eager_source_polls_make_a_task_only_when_they_wait(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    """A source type declaring ``EAGER`` (``daemon.eager``): a poll that never waits runs
+    on the scheduler's callback, no task; one that waits goes on in a task."""
+    source = Scripted()
+    monkeypatch.setattr(poll_source, "observe", source.observe)
+    monkeypatch.setattr(poll_source, "EAGER", True, raising=False)
+    source.delay["slow"] = 0.2
+    tasks: list[str] = []
+    env = Env(tmp_path)
+
+    async def go() -> None:
+        loop = asyncio.get_running_loop()
+        create_task = loop.create_task
+
+        def counting(coro: Any, **kw: Any) -> Any:
+            tasks.append(getattr(coro, "__qualname__", ""))
+            return create_task(coro, **kw)
+
+        monkeypatch.setattr(loop, "create_task", counting)
+        async with env as engine:
+            await engine.start(pm("quick", interval="500ms"))
+            await engine.start(pm("slow", interval="500ms"))
+            await until(lambda: checks(env.store, "quick") >= 4
+                        and checks(env.store, "slow") >= 3, timeout=10)
+
+    asyncio.run(go())
+    assert "Engine._poll_task" not in tasks  # every poll started eagerly
+    # Only the slow source's polls waited (one task each, carrying on where it waited),
+    # and the quick one's first check (it waits for its own liveness.json).
+    assert 3 <= tasks.count("_rest") <= len(source.calls["slow"]) + 1
+
+
+def test_an_unchanged_check_reuses_the_last_decision(tmp_path: Path, scripted: Scripted,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """``conditions.decide`` is pure: the same text against the same stored state and
+    monitor is not decided again; a new text or a new state is."""
+    from reconciler import conditions
+
+    scripted.script["m"] = ["a"] * 5 + ["b"] * 5 + ["a"]
+    decide = conditions.decide
+    decided: list[str] = []
+
+    def counting(m: Monitor, observation: Observation, previous: Any) -> Any:
+        decided.append(observation.text)
+        return decide(m, observation, previous)
+
+    monkeypatch.setattr(conditions, "decide", counting)
+    env = Env(tmp_path)
+
+    async def go() -> None:
+        async with env as engine:
+            await engine.start(pm(interval="500ms"))
+            await until(lambda: checks(env.store) >= 11, timeout=10)
+
+    asyncio.run(go())
+    assert [e.summary for e in env.rec.events] == ["b", "a"]
+    # a: baseline (stored), unchanged (remembered), 3 reused; b: fired (stored),
+    # unchanged against the new state (remembered), 3 reused; a: fired.
+    assert decided[:5] == ["a", "a", "b", "b", "a"]
+
+
+def test_a_pid_monitor_polls_eagerly_and_fires_when_the_process_exits(tmp_path: Path) -> None:
+    """``pid`` declares ``EAGER``: its first poll waits (it writes the marker in a worker
+    thread) and goes on in a task; later polls run on the scheduler's callback; the
+    exit still fires."""
+    import subprocess
+
+    from reconciler.sources import registry
+
+    child = subprocess.Popen(["sleep", "30"])
+    env = Env(tmp_path)
+    m = monitor({"type": "pid", "pid": child.pid, "interval": "500ms"}, name="p")
+    assert registry.is_eager(m)
+
+    async def go() -> None:
+        async with env as engine:
+            await engine.start(m)
+            assert (await engine.wait_first_poll(["p"], 5))["p"] == polls.FirstPoll(True)
+            await until(lambda: checks(env.store, "p") >= 3)
+            assert env.rec.events == []
+            child.kill()
+            child.wait()
+            await until(lambda: len(env.rec.events) == 1)
+
+    try:
+        asyncio.run(go())
+    finally:
+        child.kill()
+        child.wait()
+    assert env.rec.events[0].summary == "exited"

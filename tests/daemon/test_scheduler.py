@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from reconciler.daemon.scheduler import Scheduler
 from tests.helpers import FakeClock
 
@@ -85,3 +88,74 @@ def test_scheduler_runs_on_the_injected_clock() -> None:
         return [(k, t - start) for k, t in seen]
 
     assert asyncio.run(asyncio.wait_for(go(), 5)) == [("soon", 1.0), ("late", 30.0)]
+
+
+def test_lanes_fire_in_due_order_with_the_heap() -> None:
+    """A lane takes times in order; an earlier time than its last goes to the heap; keys
+    fire in due order whichever holds them, and a lane reschedule keeps it."""
+
+    async def go() -> list[str]:
+        clock = FakeClock()
+        seen: list[str] = []
+        s: Scheduler[str] = Scheduler(lambda key, due: seen.append(key), clock=clock)
+        t = clock.monotonic()
+        s.schedule("a1", t + 1.0, 1.0)
+        s.schedule("a3", t + 3.0, 1.0)
+        s.schedule("a2", t + 2.0, 1.0)  # earlier than the lane's last: the heap
+        s.schedule("h", t + 2.5)
+        s.schedule("b", t + 0.5, 5.0)
+        s.schedule("a1", t + 3.5, 1.0)  # replaces a1's time
+        s.cancel("h")
+        await clock.advance(10.0)
+        assert len(s) == 0
+        s.close()
+        return seen
+
+    assert asyncio.run(asyncio.wait_for(go(), 5)) == ["b", "a2", "a3", "a1"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 40),
+                          st.sampled_from([None, 1.0, 2.5]), st.booleans()), max_size=40))
+def test_lanes_never_change_the_order_keys_fire_in(ops: list[tuple[int, int, float | None, bool]]
+                                                  ) -> None:
+    """Any mix of heap and lane schedules, replacements and cancels fires the live keys in
+    (due, order scheduled) order, as a plain heap would; rescheduling each key one step
+    on inside the callback does the same again."""
+
+    async def go() -> tuple[list[int], list[int], list[int], list[int]]:
+        clock = FakeClock(start=0.0)
+        seen: list[int] = []
+        step = [0.0]
+
+        def cb(key: int, due: float) -> None:
+            seen.append(key)
+            if step[0]:
+                s.schedule(key, due + step[0], lanes[key])
+
+        s: Scheduler[int] = Scheduler(cb, clock=clock)
+        model: dict[int, tuple[float, int]] = {}
+        lanes: dict[int, float | None] = {}
+        for seq, (key, due, lane, cancel) in enumerate(ops):
+            if cancel:
+                s.cancel(key)
+                model.pop(key, None)
+            else:
+                s.schedule(key, due / 2, lane)
+                model[key] = (due / 2, seq)
+                lanes[key] = lane
+        expected = sorted(model, key=lambda k: model[k])
+        clock.now = 100.0
+        step[0] = 200.0
+        s._fire()
+        first = list(seen)
+        seen.clear()
+        step[0] = 0.0
+        clock.now = 1000.0
+        s._fire()
+        s.close()
+        return first, expected, seen, expected
+
+    first, expected, second, expected_again = asyncio.run(go())
+    assert first == expected
+    assert second == expected_again
