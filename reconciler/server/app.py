@@ -114,10 +114,10 @@ class Context:
         """What route modules keep for the server's life, by module (``server.hooks``'s
         receiver)."""
         self.admission = Admission()
-        self.offload = offload.Offload()
-        """The helper process of the heavy views (``server.offload``)."""
         """Slots and loop-time budget of the requests that wait their turn
         (``server.admission``)."""
+        self.offload = offload.Offload()
+        """The helper process of the heavy views (``server.offload``)."""
         self._shared: dict[str, tuple[float, Any, float]] = {}  # key -> (at, value, cost)
         self._making: dict[str, asyncio.Future[Any]] = {}
 
