@@ -28,6 +28,7 @@ import contextlib
 import json
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -75,7 +76,13 @@ def rows_json(cfg: Settings, status: Mapping[str, Any], secrets: tuple[str, ...]
 def _watch_parent(parent: int, every: float = 1.0) -> None:
     """Worker initializer: exit as soon as ``parent`` (the daemon) is gone. A spawned
     worker waits on its call queue forever otherwise, since it holds that pipe's write
-    end too and never sees EOF."""
+    end too and never sees EOF.
+
+    It also ignores SIGINT: a Ctrl-C in the terminal reaches the whole process group,
+    and the daemon, which handles it, stops the worker; the worker's own
+    ``KeyboardInterrupt`` would only print a traceback under the daemon's last lines.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def watch() -> None:
         while os.getppid() == parent:

@@ -69,6 +69,26 @@ def test_a_worker_that_cannot_start_is_a_state_error_and_the_next_call_retries()
     asyncio.run(go())
 
 
+def test_the_worker_ignores_a_ctrl_c_its_daemon_handles() -> None:
+    async def go() -> None:
+        helper = offload.Offload()
+        try:
+            pid = await helper.run(os.getpid)
+            ignored = int(_status(pid)["SigIgn"], 16)
+            assert ignored & (1 << (signal.SIGINT - 1)), "SIGINT is not ignored"
+            os.kill(pid, signal.SIGINT)  # what Ctrl-C sends to the process group
+            assert await helper.run(os.getpid) == pid
+        finally:
+            await helper.close()
+
+    asyncio.run(go())
+
+
+def _status(pid: int) -> dict[str, str]:
+    lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    return dict(line.split(":\t", 1) for line in lines if ":\t" in line)
+
+
 def test_the_worker_stops_when_idle() -> None:
     async def go() -> None:
         helper = offload.Offload(idle=0.2)
