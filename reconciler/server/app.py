@@ -220,9 +220,15 @@ def _guard(route: Route, options: HttpOptions) -> Handler:
                     return await route.handler(request)
                 async with ctx.admission.turn():
                     response = await route.handler(request)
-                    await response.prepare(request)  # the write is most of the cost
-                    await response.write_eof()
-                    return response
+                    await response.prepare(request)
+                    writing = asyncio.ensure_future(response.write_eof())
+                    try:  # one step: the write, most of the cost, is in the turn ...
+                        await asyncio.sleep(0)
+                    except BaseException:
+                        writing.cancel()
+                        raise
+                await writing  # ... the wait for a slow client to read it is not
+                return response
         except TimeoutError:
             return error(request, 503, f"request took longer than {options.timeout:g}s")
 
