@@ -7,14 +7,15 @@ loop is answering starts late. Two limits keep requests from pushing polls back:
 
 * **slots**: at most ``MAX_ACTIVE`` requests run their handler and write their answer
   at once; the others wait their turn (FIFO, ``asyncio.Semaphore``). A burst of 200
-  clients is then answered a few at a time, not in one long turn of the loop.
+  clients is then answered a few at a time, not in one long turn of the loop. A turn
+  ends when the answer is handed to the connection (``server.app``), not when the
+  client has read it: clients that read slowly, or never, hold no turn.
 * **share**: a token bucket of loop seconds. The bucket is charged the event loop
   thread's CPU time (``time.thread_time``: user and system, so the kernel's copy of
   a large answer counts) spent while at least one request is in its turn (from
-  admission to its last byte handed to the socket: an upper bound of what requests
-  take of the loop, whatever the overlap, and nothing for the time a slow client
-  takes to read), and refills at ``LOOP_SHARE`` seconds per second of wall time up
-  to ``BURST`` seconds.
+  admission to its answer handed to the connection: an upper bound of what requests
+  take of the loop, whatever the overlap), and refills at ``LOOP_SHARE`` seconds per
+  second of wall time up to ``BURST`` seconds.
   A request finding the bucket empty waits, holding its slot, until it refills.
   Sustained load is thus served at about ``LOOP_SHARE`` of the loop; the rest stays
   with the polls (on a 2-core machine the waiting also leaves CPU to the polls rather

@@ -114,10 +114,10 @@ class Context:
         """What route modules keep for the server's life, by module (``server.hooks``'s
         receiver)."""
         self.admission = Admission()
-        self.offload = offload.Offload()
-        """The helper process of the heavy views (``server.offload``)."""
         """Slots and loop-time budget of the requests that wait their turn
         (``server.admission``)."""
+        self.offload = offload.Offload()
+        """The helper process of the heavy views (``server.offload``)."""
         self._shared: dict[str, tuple[float, Any, float]] = {}  # key -> (at, value, cost)
         self._making: dict[str, asyncio.Future[Any]] = {}
 
@@ -220,9 +220,15 @@ def _guard(route: Route, options: HttpOptions) -> Handler:
                     return await route.handler(request)
                 async with ctx.admission.turn():
                     response = await route.handler(request)
-                    await response.prepare(request)  # the write is most of the cost
-                    await response.write_eof()
-                    return response
+                    await response.prepare(request)
+                    writing = asyncio.ensure_future(response.write_eof())
+                    try:  # one step: the write, most of the cost, is in the turn ...
+                        await asyncio.sleep(0)
+                    except BaseException:
+                        writing.cancel()
+                        raise
+                await writing  # ... the wait for a slow client to read it is not
+                return response
         except TimeoutError:
             return error(request, 503, f"request took longer than {options.timeout:g}s")
 

@@ -12,7 +12,8 @@ core.
 The helper is one ``concurrent.futures.ProcessPoolExecutor`` worker, started with
 ``spawn`` (a fresh interpreter, never a fork of the threaded daemon) on first use and
 stopped after ``IDLE`` seconds without one: a daemon nobody queries keeps no second
-process. A call whose worker dies fails with ``errors.StateError`` (a 503) and the
+process. A call whose worker cannot start (out of file descriptors or processes, no
+``/dev/shm``) or dies fails with ``errors.StateError`` (a 503 of one line) and the
 next call starts a new worker. The worker exits within a second of the daemon's death
 (even ``kill -9``: it watches its parent), so no helper outlives its daemon.
 
@@ -27,6 +28,7 @@ import contextlib
 import json
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -74,7 +76,13 @@ def rows_json(cfg: Settings, status: Mapping[str, Any], secrets: tuple[str, ...]
 def _watch_parent(parent: int, every: float = 1.0) -> None:
     """Worker initializer: exit as soon as ``parent`` (the daemon) is gone. A spawned
     worker waits on its call queue forever otherwise, since it holds that pipe's write
-    end too and never sees EOF."""
+    end too and never sees EOF.
+
+    It also ignores SIGINT: a Ctrl-C in the terminal reaches the whole process group,
+    and the daemon, which handles it, stops the worker; the worker's own
+    ``KeyboardInterrupt`` would only print a traceback under the daemon's last lines.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -103,23 +111,29 @@ class Offload:
         """``job(*args)`` in the worker process (started if needed).
 
         Raises:
-            errors.StateError: the worker died (killed, out of memory) during the call.
+            errors.StateError: the worker could not start (out of file descriptors or
+                processes, no ``/dev/shm``) or died (killed, out of memory) during the
+                call.
             errors.MonitorsError: what ``job`` raised.
         """
         loop = asyncio.get_running_loop()
-        if self._pool is None:
-            self._pool = ProcessPoolExecutor(
-                max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-                initializer=_watch_parent, initargs=(os.getpid(),))
-            self.started += 1
-        pool = self._pool
         self._calls += 1
+        pool = self._pool
         try:
-            return await loop.run_in_executor(pool, job, *args)
+            try:  # the pool's pipes and semaphores, and the worker's spawn on submit
+                if pool is None:
+                    pool = self._pool = ProcessPoolExecutor(
+                        max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                        initializer=_watch_parent, initargs=(os.getpid(),))
+                    self.started += 1
+                call = loop.run_in_executor(pool, job, *args)
+            except OSError as e:  # out of file descriptors or processes, no /dev/shm
+                self._drop(pool)
+                raise errors.StateError(f"the daemon's view worker could not start ({e}); "
+                                        "the next request tries again") from e
+            return await call
         except BrokenProcessPool as e:
-            if self._pool is pool:
-                self._pool = None
-            pool.shutdown(wait=False, cancel_futures=True)
+            self._drop(pool)
             raise errors.StateError(f"the daemon's view worker stopped ({e}); "
                                     "the next request starts a new one") from e
         finally:
@@ -127,6 +141,14 @@ class Offload:
             if self._stopper is not None:
                 self._stopper.cancel()
             self._stopper = loop.call_later(self._idle, self._stop_if_idle)
+
+    def _drop(self, pool: ProcessPoolExecutor | None) -> None:
+        """Forget a failed ``pool`` (the next call makes a new one) and stop it."""
+        if pool is None:
+            return
+        if self._pool is pool:
+            self._pool = None
+        pool.shutdown(wait=False, cancel_futures=True)
 
     def _stop_if_idle(self) -> None:
         self._stopper = None

@@ -116,3 +116,47 @@ def test_overlapping_turns_are_charged_once_and_a_waiter_cancelled_pays_nothing(
     tokens, waited = asyncio.run(go())
     assert tokens == pytest.approx(1.0 - 0.4 + 0.4 * 0.5)
     assert waited == 0
+
+
+def test_clients_that_never_read_their_answer_do_not_hold_the_turns() -> None:
+    """A turn ends once the answer is handed to the connection: waiting for a slow (or
+    stalled) client to read it would let ``MAX_ACTIVE`` such clients hold every turn
+    until ``requestTimeout``."""
+    big = b"x" * (8 << 20)  # far more than the kernel's socket buffers take
+    handled = {"huge": 0}
+
+    async def huge(request: web.Request) -> web.StreamResponse:
+        handled["huge"] += 1
+        return web.Response(body=big, content_type="application/octet-stream")
+
+    async def small(request: web.Request) -> web.StreamResponse:
+        return app.context(request).json({"ok": True})
+
+    daemon: Any = SimpleNamespace(redactor=redaction.Redactor(),
+                                  operations=SimpleNamespace(endpoints={}))
+    server = app.HttpServer(daemon, HttpOptions(listen="127.0.0.1:0", timeout=120), TOKEN,
+                            routes=[app.Route("GET", "/huge", huge),
+                                    app.Route("GET", "/small", small)])
+
+    async def go() -> int:
+        await server.start()
+        stalled: list[asyncio.StreamWriter] = []
+        try:
+            host, port = server.url.removeprefix("http://").rsplit(":", 1)
+            for _ in range(admission.MAX_ACTIVE + 1):
+                _, writer = await asyncio.open_connection(host, int(port), limit=1024)
+                writer.transport.pause_reading()  # reads nothing of the answer
+                writer.write(f"GET /huge HTTP/1.1\r\nHost: x\r\n"
+                             f"Authorization: Bearer {TOKEN}\r\n\r\n".encode())
+                stalled.append(writer)
+            while handled["huge"] < admission.MAX_ACTIVE:  # they took every turn first
+                await asyncio.sleep(0.01)  # (bounded by the test's timeout)
+            async with httpx.AsyncClient(base_url=str(server.url), timeout=10, headers={
+                    "Authorization": f"Bearer {TOKEN}"}) as client:
+                return (await client.get("/small")).status_code
+        finally:
+            for writer in stalled:
+                writer.transport.abort()
+            await server.close()
+
+    assert asyncio.run(go()) == 200

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -39,6 +40,53 @@ def test_a_job_runs_in_another_process_and_a_dead_worker_is_replaced() -> None:
             await helper.close()
 
     asyncio.run(go())
+
+
+def test_a_worker_that_cannot_start_is_a_state_error_and_the_next_call_retries() -> None:
+    async def go() -> None:
+        helper = offload.Offload()
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        refused = 0
+        try:
+            for spare in range(1, 16):  # out of fds at the pipes, the semaphores, the spawn
+                open_now = len(os.listdir("/proc/self/fd"))
+                resource.setrlimit(resource.RLIMIT_NOFILE, (open_now + spare, hard))
+                try:
+                    await helper.run(os.getpid)
+                except errors.StateError as e:
+                    assert "view worker could not start" in str(e)
+                    assert "Too many open files" in str(e)
+                    refused += 1
+                finally:
+                    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+                await helper.close()
+            assert refused
+            assert await helper.run(os.getpid) != os.getpid()
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+            await helper.close()
+
+    asyncio.run(go())
+
+
+def test_the_worker_ignores_a_ctrl_c_its_daemon_handles() -> None:
+    async def go() -> None:
+        helper = offload.Offload()
+        try:
+            pid = await helper.run(os.getpid)
+            ignored = int(_status(pid)["SigIgn"], 16)
+            assert ignored & (1 << (signal.SIGINT - 1)), "SIGINT is not ignored"
+            os.kill(pid, signal.SIGINT)  # what Ctrl-C sends to the process group
+            assert await helper.run(os.getpid) == pid
+        finally:
+            await helper.close()
+
+    asyncio.run(go())
+
+
+def _status(pid: int) -> dict[str, str]:
+    lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    return dict(line.split(":\t", 1) for line in lines if ":\t" in line)
 
 
 def test_the_worker_stops_when_idle() -> None:
