@@ -61,6 +61,11 @@ cost one read of the layers and one encoding a second."""
 SHARED_COST = 5.0
 """A shared answer that took ``t`` seconds to make is kept at least ``SHARED_COST * t``."""
 
+MAX_UPLOADS = 4
+"""Request bodies read at once. Bodies are read before the request takes its turn
+(``server.admission``), so a client sending its body slowly delays other uploads only,
+never a ``GET``; the limit bounds the bodies held in memory (``maxBodyBytes`` each)."""
+
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Auth = Literal["token", "open", "page", "self"]
 
@@ -81,6 +86,9 @@ class Route:
         max_body: bytes the body may have (None: ``[http] maxBodyBytes``).
         refused: called with the request and the status when the guard refuses it
             (413) before the handler runs (a webhook receiver counts its refusals).
+        precheck: what refuses a request from its headers alone, before its body is
+            read (``auth="self"`` routes: an unknown monitor, no signature header);
+            returns the answer, or None to go on.
     """
 
     method: str
@@ -89,6 +97,7 @@ class Route:
     auth: Auth = "token"
     max_body: int | None = None
     refused: Callable[[web.Request, int], None] | None = None
+    precheck: Callable[[web.Request], web.StreamResponse | None] | None = None
 
 
 class Context:
@@ -118,6 +127,8 @@ class Context:
         (``server.admission``)."""
         self.offload = offload.Offload()
         """The helper process of the heavy views (``server.offload``)."""
+        self.uploads = asyncio.Semaphore(MAX_UPLOADS)
+        """Request bodies read at once (``MAX_UPLOADS``), before their request's turn."""
         self._shared: dict[str, tuple[float, Any, float]] = {}  # key -> (at, value, cost)
         self._making: dict[str, asyncio.Future[Any]] = {}
 
@@ -212,12 +223,23 @@ def _guard(route: Route, options: HttpOptions) -> Handler:
             if route.refused is not None:
                 route.refused(request, 413)
             return error(request, 413, f"request body over {limit} bytes")
-        if limit != request.client_max_size:  # the app's is the largest route's limit
-            request = request.clone(client_max_size=limit)
+        if limit + 1 != request.client_max_size:  # aiohttp refuses sizes >= its limit
+            request = request.clone(client_max_size=limit + 1)
         try:
             async with asyncio.timeout(options.timeout):
                 if route.auth == "open":  # probes never wait their turn
                     return await route.handler(request)
+                refused = route.precheck(request) if route.precheck is not None else None
+                if refused is not None:
+                    return refused
+                if request.body_exists:  # read before the turn: a slow upload holds none
+                    async with ctx.uploads:
+                        try:
+                            await request.read()  # kept: the handler's read() returns it
+                        except web.HTTPRequestEntityTooLarge:
+                            if route.refused is not None:
+                                route.refused(request, 413)
+                            return error(request, 413, f"request body over {limit} bytes")
                 async with ctx.admission.turn():
                     response = await route.handler(request)
                     await response.prepare(request)
@@ -257,7 +279,7 @@ def build(ctx: Context, routes: Iterable[Route]) -> web.Application:
     """The aiohttp application serving ``routes`` with ``ctx``."""
     routes = list(routes)
     biggest = max([ctx.options.max_body, *(r.max_body or 0 for r in routes)])
-    app = web.Application(middlewares=[_errors], client_max_size=biggest)
+    app = web.Application(middlewares=[_errors], client_max_size=biggest + 1)
     app[CONTEXT] = ctx
     for route in routes:
         app.router.add_route(route.method, route.path, _guard(route, ctx.options))

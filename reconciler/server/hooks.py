@@ -17,7 +17,7 @@ from aiohttp import web
 
 from reconciler.daemon import metrics
 from reconciler.daemon.deliveries import MAX_BODY, Receiver
-from reconciler.server.app import Context, Route, context, error
+from reconciler.server.app import Context, Route, context
 
 KEY = "hooks"
 
@@ -39,30 +39,21 @@ def _refused(request: web.Request, status: int) -> None:
     metrics.delivery(_provider(request), "too-large")
 
 
-async def _body(request: web.Request) -> bytes | None:
-    """The raw body, or None when it grows past ``MAX_BODY`` (a chunked upload)."""
-    chunks, size = [], 0
-    async for chunk in request.content.iter_chunked(1 << 16):
-        size += len(chunk)
-        if size > MAX_BODY:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
+def _precheck(request: web.Request) -> web.StreamResponse | None:
+    """What the receiver refuses from the headers alone, answered before the body is read
+    (``Route.precheck``)."""
+    ctx = context(request)
+    refused = receiver(ctx).precheck(_provider(request), request.headers,
+                                     monitor=request.match_info.get("monitor"))
+    return None if refused is None else ctx.json(refused.body, status=refused.status)
 
 
 async def receive(request: web.Request) -> web.StreamResponse:
-    """One delivery (module docstring)."""
+    """One delivery (module docstring); the guard has read the body within ``MAX_BODY``."""
     ctx = context(request)
-    provider = _provider(request)
-    monitor = request.match_info.get("monitor")
-    refused = receiver(ctx).precheck(provider, request.headers, monitor=monitor)
-    if refused is not None:  # answered before reading a body it would refuse anyway
-        return ctx.json(refused.body, status=refused.status)
-    body = await _body(request)
-    if body is None:
-        _refused(request, 413)
-        return error(request, 413, f"request body over {MAX_BODY} bytes")
-    answer = await receiver(ctx).receive(provider, request.headers, body, monitor=monitor)
+    body = await request.read()
+    answer = await receiver(ctx).receive(_provider(request), request.headers, body,
+                                         monitor=request.match_info.get("monitor"))
     return ctx.json(answer.body, status=answer.status)
 
 
@@ -74,8 +65,10 @@ async def start(ctx: Context) -> None:
 ON_START = start
 
 ROUTES = (
-    Route("POST", "/hooks/github", receive, auth="self", max_body=MAX_BODY, refused=_refused),
-    Route("POST", "/hooks/linear", receive, auth="self", max_body=MAX_BODY, refused=_refused),
+    Route("POST", "/hooks/github", receive, auth="self", max_body=MAX_BODY, refused=_refused,
+          precheck=_precheck),
+    Route("POST", "/hooks/linear", receive, auth="self", max_body=MAX_BODY, refused=_refused,
+          precheck=_precheck),
     Route("POST", "/hooks/generic/{monitor}", receive, auth="self", max_body=MAX_BODY,
-          refused=_refused),
+          refused=_refused, precheck=_precheck),
 )

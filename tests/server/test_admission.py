@@ -160,3 +160,40 @@ def test_clients_that_never_read_their_answer_do_not_hold_the_turns() -> None:
             await server.close()
 
     assert asyncio.run(go()) == 200
+
+
+def test_clients_that_send_their_body_slowly_do_not_hold_the_turns() -> None:
+    """Bodies are read before the turn (at most ``MAX_UPLOADS`` at once): clients that
+    declare a body and send one byte of it delay other uploads, never a ``GET``."""
+    async def upload(request: web.Request) -> web.StreamResponse:
+        return app.context(request).json({"size": len(await request.read())})
+
+    async def small(request: web.Request) -> web.StreamResponse:
+        return app.context(request).json({"ok": True})
+
+    daemon: Any = SimpleNamespace(redactor=redaction.Redactor(),
+                                  operations=SimpleNamespace(endpoints={}))
+    server = app.HttpServer(daemon, HttpOptions(listen="127.0.0.1:0", timeout=120), TOKEN,
+                            routes=[app.Route("POST", "/upload", upload),
+                                    app.Route("GET", "/small", small)])
+
+    async def go() -> int:
+        await server.start()
+        stalled: list[asyncio.StreamWriter] = []
+        try:
+            host, port = server.url.removeprefix("http://").rsplit(":", 1)
+            for _ in range(app.MAX_UPLOADS + admission.MAX_ACTIVE):
+                _, writer = await asyncio.open_connection(host, int(port))
+                writer.write(f"POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n"
+                             f"Authorization: Bearer {TOKEN}\r\n\r\nx".encode())
+                stalled.append(writer)
+            await asyncio.sleep(0.2)  # their requests are parsed and waiting for bodies
+            async with httpx.AsyncClient(base_url=str(server.url), timeout=10, headers={
+                    "Authorization": f"Bearer {TOKEN}"}) as client:
+                return (await client.get("/small")).status_code
+        finally:
+            for writer in stalled:
+                writer.transport.abort()
+            await server.close()
+
+    assert asyncio.run(go()) == 200  # at once, not after the stalled uploads' timeout
