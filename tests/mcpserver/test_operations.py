@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from reconciler import errors, settings
+from reconciler.client import stopper
 from reconciler.config import generation
 from reconciler.events import Event
 from reconciler.mcpserver import operations, server
@@ -86,7 +87,10 @@ def test_a_stop_reason_is_redacted_before_it_reaches_the_state(
     monkeypatch.setenv("HOOK_TOKEN", "s3cr3t-value-456")
     repo.write("monitors.d/hook.yml", SECRET_HEADER_MONITOR.format(word="hi"))
     settings = _settings(repo)
-    operations.stop(settings, {"name": "hook", "reason": "token s3cr3t-value-456 leaked"},
-                    by="mcp")
+    try:
+        operations.stop(settings, {"name": "hook", "reason": "token s3cr3t-value-456 leaked"},
+                        by="mcp")
+    finally:  # the tool's apply started a daemon
+        stopper.stop(settings.state_dir)
     stored = (settings.state_dir / "monitors" / "hook" / "stopped.json").read_text()
     assert "s3cr3t-value-456" not in stored and "***" in stored
