@@ -104,18 +104,20 @@ class SourceContext:
         """The shared ``httpx.AsyncClient``, made on first use: each of ``http_workers``
         sends through its own connection pool, other callers through one pool of
         ``http_in_flight`` (``sources.httppools``); redirects are chosen per request;
-        TLS verification on, httpx's default; no proxy from the environment; no timeout
+        TLS verification on, httpx's default; no proxy from the environment; cookies
+        kept for one request and its redirects only (``sources.cookiejar``); no timeout
         of its own: each caller sets its deadline, as ``http.fetch`` does with one
         ``asyncio.timeout`` for the whole request."""
         if self._http is None:
             import httpx
 
-            from reconciler.sources import httppools
+            from reconciler.sources import cookiejar, httppools
 
             limits = httpx.Limits(max_connections=self.http_in_flight,
                                   max_keepalive_connections=self.http_in_flight)
             self._http = httpx.AsyncClient(
                 transport=httppools.PerWorker(self.http_workers, limits),
+                cookies=cookiejar.PollCookieJar(),
                 follow_redirects=False, trust_env=False, timeout=None)
         return self._http
 

@@ -316,7 +316,7 @@ async def fetch(ctx: SourceContext, request: Prepared, spec: HttpSpec, url: str)
 
     import httpx
 
-    from reconciler.sources import process
+    from reconciler.sources import cookiejar, process
 
     timeout = spec.timeout
     body = process.Capped(spec.max_bytes)
@@ -326,10 +326,12 @@ async def fetch(ctx: SourceContext, request: Prepared, spec: HttpSpec, url: str)
         # per-phase timeouts of its own: ``SourceContext.http``).
         async with asyncio.timeout(timeout):
             client = ctx.http
-            # ``client.stream`` without its context-manager layer (the same calls)
-            response = await client.send(
-                client.build_request("GET", request.url, headers=request.headers),
-                stream=True, follow_redirects=spec.follow_redirects)
+            # ``client.stream`` without its context-manager layer (the same calls); the
+            # cookies set along its redirects are this request's only (``cookiejar``)
+            with cookiejar.poll_cookies():
+                response = await client.send(
+                    client.build_request("GET", request.url, headers=request.headers),
+                    stream=True, follow_redirects=spec.follow_redirects)
             try:
                 async for chunk in response.aiter_bytes():
                     body.add(chunk)

@@ -238,3 +238,42 @@ def test_body_decoded_with_the_declared_charset_else_utf8() -> None:
     with http_server({"/latin": latin, "/plain": plain}) as url:
         assert get(url + "/latin").text == "200\ncafé"
         assert get(url + "/plain").text == "200\ncafé"
+
+
+def test_cookies_last_one_request_and_its_redirects() -> None:
+    """A cookie set by a server is sent along that request's redirects (a login hop)
+    and never with a later poll, of this monitor or another: a server setting a new
+    cookie on each answer grew one shared jar until every poll of its host failed."""
+    seen: list[str] = []
+    count = {"n": 0}
+
+    def setter(h: http.server.BaseHTTPRequestHandler) -> None:
+        seen.append(h.headers.get("Cookie", ""))
+        count["n"] += 1
+        reply(h, 200, b"ok", {"Set-Cookie": f"c{count['n']}={'x' * 100}; Path=/"})
+
+    def login(h: http.server.BaseHTTPRequestHandler) -> None:
+        reply(h, 302, b"", {"Set-Cookie": "session=abc; Path=/", "Location": "/page"})
+
+    def page(h: http.server.BaseHTTPRequestHandler) -> None:
+        reply(h, 200 if "session=abc" in h.headers.get("Cookie", "") else 403, b"page")
+
+    with http_server({"/set": setter, "/login": login, "/page": page}) as url:
+        async def go() -> tuple[list[int], int]:
+            c = SourceContext.create()
+            try:
+                a = monitor({"type": "poll-http", "url": f"{url}/set", "interval": "30s"})
+                b = monitor({"type": "poll-http", "url": f"{url}/set", "interval": "30s"},
+                            name="other")
+                statuses = [(await http.observe(m, c)).meta["status"]
+                            for m in (a, a, b, a)]
+                chain = monitor({"type": "poll-http", "url": f"{url}/login",
+                                 "interval": "30s", "followRedirects": True}, name="chain")
+                return statuses, (await http.observe(chain, c)).meta["status"]
+            finally:
+                await c.aclose()
+
+        statuses, chained = asyncio.run(go())
+    assert statuses == [200, 200, 200, 200]
+    assert seen == ["", "", "", ""]  # no poll sent an earlier poll's cookie
+    assert chained == 200  # the redirect hop's cookie reached the page
