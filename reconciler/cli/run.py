@@ -53,6 +53,8 @@ def command(ctx: click.Context, once: bool, wait: float, resync: float | None,
 
     if once:  # before the daemon's modules load: they are most of what it allocates
         daemon_options.one_shot_gc()
+    else:
+        daemon_options.favour_event_loop()
     from reconciler.daemon import main as daemon_main
     from reconciler.daemon import startreport
 

@@ -1,12 +1,14 @@
 """How the daemon runs: its options (``Options``), what else it may serve
-(``Service``), ``[daemon] resync``, the log set-up and a one-shot run's garbage
-collection (``one_shot_gc``). Read by ``monitors run`` and by a SIGHUP reload
+(``Service``), ``[daemon] resync``, the log set-up, a one-shot run's garbage
+collection (``one_shot_gc``) and the interpreter lock's switch interval
+(``favour_event_loop``). Read by ``monitors run`` and by a SIGHUP reload
 (``daemon.reload``); the life cycle itself is ``daemon.main``."""
 
 from __future__ import annotations
 
 import atexit
 import gc
+import sys
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -18,6 +20,10 @@ DEFAULT_ONCE_WAIT = 30.0
 ONE_SHOT_GC_THRESHOLD = 50_000
 """The cyclic garbage collector's first threshold during ``run --once`` (``one_shot_gc``;
 CPython's default is 700)."""
+
+SWITCH_INTERVAL = 0.0005
+"""Seconds a worker thread keeps the interpreter lock once the event loop asks for it
+(``sys.setswitchinterval``; CPython's default is 0.005)."""
 
 
 class Service(Protocol):
@@ -87,6 +93,20 @@ def one_shot_gc() -> None:
     gc.set_threshold(ONE_SHOT_GC_THRESHOLD, *gc.get_threshold()[1:])
     atexit.unregister(gc.freeze)  # registered once, however many runs (tests run several)
     atexit.register(gc.freeze)
+
+
+def favour_event_loop() -> None:
+    """Let the event loop take the interpreter lock back from a worker thread within
+    ``SWITCH_INTERVAL`` (the long-running daemon; ``monitors run`` without ``--once``).
+
+    The daemon's worker threads (file reads, state writes, the ``/metrics`` render)
+    run Python code; when the loop's timer for a poll falls due while one of them holds
+    the lock, the loop waits for CPython's switch interval, 5 ms by default, and the
+    poll starts that late. Measured with ``bench/http_load.py --rounds 4`` (1,000
+    monitors, 200 HTTP clients, 2 cores, medians of interleaved runs): poll lateness
+    p99 under load 8.2-8.8 ms at 5 ms, 6.2 ms at 1 ms, 4.5 ms at 0.5 ms, 5.2 ms at
+    0.2 ms (more hand-offs cost more than they save); no-load p99 2.0 ms in each."""
+    sys.setswitchinterval(SWITCH_INTERVAL)
 
 
 def resync_seconds(cfg: settings.Settings) -> float:
