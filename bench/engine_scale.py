@@ -140,10 +140,13 @@ async def run_engine(kind: str, n: int, interval: float, duration: float, url: s
     from reconciler.sources import poll as poll_source
     from reconciler.state import store as store_mod
 
-    if kind == "idle":
+    if kind in ("idle", "idle-task"):
         poll_source.observe = ConstantSource().observe  # type: ignore[method-assign]
+    if kind == "idle":
         # It answers without waiting, so it declares what such a source type declares
-        # (``sources.registry.EAGER``; ``pid`` does): its polls need no task.
+        # (``sources.registry.EAGER``; ``pid`` does): its polls need no task. As
+        # ``idle-task`` it does not: each poll is a task, as a command, file or HTTP
+        # source's poll is (they wait on a child, a thread or a socket).
         poll_source.EAGER = True  # type: ignore[attr-defined]
     state = Path(tempfile.mkdtemp(prefix="bench-state-"))
     store = store_mod.Store(state)
@@ -338,15 +341,18 @@ def median_row(rows: list[dict[str, Any]], key: str) -> float:
 
 
 def only_idle(repeat: int, d: float, n: int) -> None:
-    scheds, idles = [], []
+    scheds, idles, tasks = [], [], []
     for _ in range(repeat):
         scheds.append(child("sched", n, 1.0, d))
         idles.append(child("idle", n, 1.0, d))
-    show(scheds + idles)
-    print(f"idle engine, {n} monitors at 1s, medians of {repeat} runs:")
+        tasks.append(child("idle-task", n, 1.0, d))
+    show(scheds + idles + tasks)
+    print(f"idle engine, {n} monitors at 1s, medians of {repeat} runs (engine: a source "
+          "answering at once, no task per poll; task: a task per poll, as a source that "
+          "waits):")
     for key in ("cpu_pct_core", "late_p50_ms", "late_p99_ms", "kb_per_monitor"):
-        print(f"  {key}: engine {median_row(idles, key):g}, scheduler-only floor "
-              f"{median_row(scheds, key):g}")
+        print(f"  {key}: engine {median_row(idles, key):g}, task {median_row(tasks, key):g}, "
+              f"scheduler-only floor {median_row(scheds, key):g}")
     starts = [r["startup_s"] for r in idles]
     print(f"  start-up (s): {', '.join(f'{x:g}' for x in starts)}; longest {max(starts):g}")
 
