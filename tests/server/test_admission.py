@@ -8,6 +8,7 @@ routes of the test's own: a real daemon cannot be given a handler that blocks.""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from types import SimpleNamespace
 from typing import Any
 
@@ -18,10 +19,47 @@ from aiohttp import web
 from reconciler import redaction
 from reconciler.server import admission, app
 from reconciler.server.admission import Admission
-from reconciler.server.options import HttpOptions
+from reconciler.server.options import DEFAULT_TIMEOUT, HttpOptions
 from tests.helpers import FakeClock
 
 TOKEN = "test-token-0123456789abcdef"
+
+
+def _server(*routes: app.Route, timeout: float = DEFAULT_TIMEOUT) -> app.HttpServer:
+    """A real server on a loopback port serving ``routes`` and ``GET /small``."""
+    daemon: Any = SimpleNamespace(redactor=redaction.Redactor(),
+                                  operations=SimpleNamespace(endpoints={}))
+    return app.HttpServer(daemon, HttpOptions(listen="127.0.0.1:0", timeout=timeout), TOKEN,
+                          routes=[*routes, app.Route("GET", "/small", _small)])
+
+
+async def _small(request: web.Request) -> web.StreamResponse:
+    return app.context(request).json({"ok": True})
+
+
+async def _small_beside(server: app.HttpServer, requests: list[bytes], *, read: bool,
+                        ready: Callable[[], Awaitable[None]]) -> int:
+    """Start ``server``, send each raw request on a connection of its own (reading
+    nothing of the answers unless ``read``), await ``ready()``, then the status of a
+    ``GET /small``; the connections are aborted at the end."""
+    await server.start()
+    stalled: list[asyncio.StreamWriter] = []
+    try:
+        host, port = str(server.url).removeprefix("http://").rsplit(":", 1)
+        for raw in requests:
+            _, writer = await asyncio.open_connection(host, int(port), limit=1024)
+            if not read:
+                writer.transport.pause_reading()
+            writer.write(raw)
+            stalled.append(writer)
+        await ready()
+        async with httpx.AsyncClient(base_url=str(server.url), timeout=10, headers={
+                "Authorization": f"Bearer {TOKEN}"}) as client:
+            return (await client.get("/small")).status_code
+    finally:
+        for writer in stalled:
+            writer.transport.abort()
+        await server.close()
 
 
 def test_at_most_max_active_requests_run_at_once_and_probes_never_wait() -> None:
@@ -38,10 +76,8 @@ def test_at_most_max_active_requests_run_at_once_and_probes_never_wait() -> None
     async def probe(request: web.Request) -> web.StreamResponse:
         return app.context(request).json({"ok": True})
 
-    daemon: Any = SimpleNamespace(redactor=redaction.Redactor(),
-                                  operations=SimpleNamespace(endpoints={}))
-    server = app.HttpServer(daemon, HttpOptions(listen="127.0.0.1:0"), TOKEN, routes=[
-        app.Route("GET", "/slow", slow), app.Route("GET", "/probe", probe, auth="open")])
+    server = _server(app.Route("GET", "/slow", slow),
+                     app.Route("GET", "/probe", probe, auth="open"))
 
     async def go() -> tuple[list[int], int]:
         await server.start()
@@ -129,37 +165,14 @@ def test_clients_that_never_read_their_answer_do_not_hold_the_turns() -> None:
         handled["huge"] += 1
         return web.Response(body=big, content_type="application/octet-stream")
 
-    async def small(request: web.Request) -> web.StreamResponse:
-        return app.context(request).json({"ok": True})
+    async def every_turn_taken() -> None:
+        while handled["huge"] < admission.MAX_ACTIVE:  # (bounded by the test's timeout)
+            await asyncio.sleep(0.01)
 
-    daemon: Any = SimpleNamespace(redactor=redaction.Redactor(),
-                                  operations=SimpleNamespace(endpoints={}))
-    server = app.HttpServer(daemon, HttpOptions(listen="127.0.0.1:0", timeout=120), TOKEN,
-                            routes=[app.Route("GET", "/huge", huge),
-                                    app.Route("GET", "/small", small)])
-
-    async def go() -> int:
-        await server.start()
-        stalled: list[asyncio.StreamWriter] = []
-        try:
-            host, port = server.url.removeprefix("http://").rsplit(":", 1)
-            for _ in range(admission.MAX_ACTIVE + 1):
-                _, writer = await asyncio.open_connection(host, int(port), limit=1024)
-                writer.transport.pause_reading()  # reads nothing of the answer
-                writer.write(f"GET /huge HTTP/1.1\r\nHost: x\r\n"
-                             f"Authorization: Bearer {TOKEN}\r\n\r\n".encode())
-                stalled.append(writer)
-            while handled["huge"] < admission.MAX_ACTIVE:  # they took every turn first
-                await asyncio.sleep(0.01)  # (bounded by the test's timeout)
-            async with httpx.AsyncClient(base_url=str(server.url), timeout=10, headers={
-                    "Authorization": f"Bearer {TOKEN}"}) as client:
-                return (await client.get("/small")).status_code
-        finally:
-            for writer in stalled:
-                writer.transport.abort()
-            await server.close()
-
-    assert asyncio.run(go()) == 200
+    get = f"GET /huge HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n\r\n"
+    server = _server(app.Route("GET", "/huge", huge), timeout=120)
+    assert asyncio.run(_small_beside(server, [get.encode()] * (admission.MAX_ACTIVE + 1),
+                                     read=False, ready=every_turn_taken)) == 200
 
 
 def test_clients_that_send_their_body_slowly_do_not_hold_the_turns() -> None:
@@ -168,32 +181,14 @@ def test_clients_that_send_their_body_slowly_do_not_hold_the_turns() -> None:
     async def upload(request: web.Request) -> web.StreamResponse:
         return app.context(request).json({"size": len(await request.read())})
 
-    async def small(request: web.Request) -> web.StreamResponse:
-        return app.context(request).json({"ok": True})
+    async def parsed() -> None:
+        await asyncio.sleep(0.2)  # their requests are parsed and waiting for bodies
 
-    daemon: Any = SimpleNamespace(redactor=redaction.Redactor(),
-                                  operations=SimpleNamespace(endpoints={}))
-    server = app.HttpServer(daemon, HttpOptions(listen="127.0.0.1:0", timeout=120), TOKEN,
-                            routes=[app.Route("POST", "/upload", upload),
-                                    app.Route("GET", "/small", small)])
+    post = (f"POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n"
+            f"Authorization: Bearer {TOKEN}\r\n\r\nx")
+    server = _server(app.Route("POST", "/upload", upload), timeout=120)
+    statuses = asyncio.run(_small_beside(
+        server, [post.encode()] * (app.MAX_UPLOADS + admission.MAX_ACTIVE), read=True,
+        ready=parsed))
+    assert statuses == 200  # at once, not after the stalled uploads' timeout
 
-    async def go() -> int:
-        await server.start()
-        stalled: list[asyncio.StreamWriter] = []
-        try:
-            host, port = server.url.removeprefix("http://").rsplit(":", 1)
-            for _ in range(app.MAX_UPLOADS + admission.MAX_ACTIVE):
-                _, writer = await asyncio.open_connection(host, int(port))
-                writer.write(f"POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n"
-                             f"Authorization: Bearer {TOKEN}\r\n\r\nx".encode())
-                stalled.append(writer)
-            await asyncio.sleep(0.2)  # their requests are parsed and waiting for bodies
-            async with httpx.AsyncClient(base_url=str(server.url), timeout=10, headers={
-                    "Authorization": f"Bearer {TOKEN}"}) as client:
-                return (await client.get("/small")).status_code
-        finally:
-            for writer in stalled:
-                writer.transport.abort()
-            await server.close()
-
-    assert asyncio.run(go()) == 200  # at once, not after the stalled uploads' timeout
