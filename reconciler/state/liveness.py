@@ -77,7 +77,9 @@ class Flush:
     done: int = 0
 
 
-def _fresh(base: Mapping[str, Any] | None) -> records.Liveness:
+def fresh(base: Mapping[str, Any] | None) -> records.Liveness:
+    """A liveness record of the current version with the fields of ``base`` (any shape
+    read from disk: missing counts are 0, missing times None)."""
     base = base or {}
     return {
         "version": records.LIVENESS_VERSION,
@@ -155,7 +157,7 @@ class LivenessLog(StoreBase):
             if future:
                 self._frozen.add(name)
             carried = self._carried_entries().pop(name, None) if not self.readonly else None
-            live = self._liveness[name] = _fresh(newest(own, carried))
+            live = self._liveness[name] = fresh(newest(own, carried))
         return live
 
     def liveness(self, name: str) -> records.Liveness | None:

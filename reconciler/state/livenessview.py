@@ -10,6 +10,7 @@ from reconciler import durations
 from reconciler.conditions import registry as condition_registry
 from reconciler.model import Monitor
 from reconciler.sources import registry as source_types
+from reconciler.state import liveness as liveness_mod
 from reconciler.state.liveness import LIVENESS_FLUSH_INTERVAL
 
 
@@ -43,16 +44,8 @@ def liveness_view(
         ``consecutiveErrors``, ``lastFiredAt``, ``fireCount``). STALLED means enabled,
         owned, running, and the last check is more than three intervals (plus ``slack``) old.
     """
-    live = dict(liveness or {})
-    view: dict[str, Any] = {
-        "lastCheckedAt": live.get("lastCheckedAt"),
-        "checkCount": int(live.get("checkCount") or 0),
-        "lastError": live.get("lastError"),
-        "consecutiveErrors": int(live.get("consecutiveErrors") or 0),
-        "lastFiredAt": live.get("lastFiredAt"),
-        "fireCount": int(live.get("fireCount") or 0),
-        "stalled": False,
-    }
+    view: dict[str, Any] = {**liveness_mod.fresh(liveness), "stalled": False}
+    del view["version"]
     last = view["lastCheckedAt"]
     count = view["checkCount"]
     if write_error and running:
