@@ -10,6 +10,7 @@ import http.server
 import itertools
 import json
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -103,6 +104,15 @@ class FakeClock:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+def reap(*procs: subprocess.Popen[Any] | None) -> None:
+    """Kill each process of ``procs`` still running (a test's daemons at its end) and wait
+    for it (bounded)."""
+    for proc in procs:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=5)
 
 
 def free_port() -> int:

@@ -21,6 +21,7 @@ import pytest
 from reconciler.daemon import protocol
 from reconciler.state import store as store_mod
 from tests.conftest import Repo
+from tests.helpers import reap
 
 T = TypeVar("T")
 
@@ -137,10 +138,7 @@ def daemons(repo: Repo) -> Iterator[Callable[..., Daemon]]:
         return d
 
     yield make
-    for d in made:
-        if d.proc is not None and d.proc.poll() is None:
-            d.proc.kill()
-            d.proc.wait(timeout=5)
+    reap(*(d.proc for d in made))
 
 
 @pytest.fixture

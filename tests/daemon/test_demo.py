@@ -8,6 +8,7 @@ from pathlib import Path
 
 from tests.conftest import Repo
 from tests.daemon.conftest import Daemon, read_json, wait_for
+from tests.helpers import reap
 
 
 class _ElsewhereState(Daemon):
@@ -41,8 +42,6 @@ def test_demo_writes_the_file_the_demo_monitor_watches(repo: Repo, tmp_path: Pat
         wait_for(saw_tick, what="demo-file observed the tick", log=d.log)
         assert d.stop() == 0
     finally:
-        if d.proc is not None and d.proc.poll() is None:
-            d.proc.kill()
-            d.proc.wait(timeout=5)
+        reap(d.proc)
     help_text = d.cli("run", "--help").stdout
     assert "<repository root>/.history/demo/tick.txt" in " ".join(help_text.split())

@@ -22,6 +22,7 @@ from reconciler.client import control
 from tests.conftest import Repo
 from tests.daemon.conftest import Daemon, wait_for
 from tests.factories import monitor_yaml
+from tests.helpers import reap
 
 TOKEN = "test-token-0123456789abcdef"
 
@@ -102,7 +103,4 @@ def peers(tmp_path: Path) -> Iterator[Callable[..., Peer]]:
         return peer
 
     yield make
-    for p in made:
-        if p.proc is not None and p.proc.poll() is None:
-            p.proc.kill()
-            p.proc.wait(timeout=5)
+    reap(*(p.proc for p in made))
