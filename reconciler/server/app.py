@@ -17,8 +17,9 @@ Every route declares how it is authenticated (``Route.auth``):
   checking a signature over the raw body).
 
 Limits: a body over the route's ``max_body`` (default ``[http] maxBodyBytes``) is
-413 before it is read; a request over ``[http] requestTimeout`` is 503, and a
-connection idle (or sending an unfinished request) that long is closed; aiohttp
+413 before it is read; a request over ``[http] requestTimeout`` is 503 (or, when its
+answer had begun to go out to a client reading too slowly, its connection is
+dropped), and a connection idle (or sending an unfinished request) that long is closed; aiohttp
 answers a malformed request line or header with 400. Requests (but the probes) take
 turns on the loop (``server.admission``: a few at once, and a bounded share of the
 loop's time, so that polls stay on time under load). Every error is JSON
@@ -33,7 +34,6 @@ no secret value is ever answered.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import ssl
 import time
@@ -44,16 +44,17 @@ from typing import TYPE_CHECKING, Any, Literal
 from aiohttp import web
 
 from reconciler import errors, redaction
-from reconciler.server import offload
+from reconciler.server import jobs, offload
 from reconciler.server.admission import Admission
 from reconciler.server.options import HttpOptions
 
 if TYPE_CHECKING:
     from reconciler.daemon.main import Daemon
+    from reconciler.settings import Settings
 
 log = logging.getLogger("monitors.http")
 
-API_VERSION = offload.API_VERSION
+API_VERSION = jobs.API_VERSION
 SHARED_TTL = 1.0
 """Seconds one computation of a shared answer (the monitor rows of ``client.views.rows``,
 the ``/metrics`` exposition) serves every request: 200 clients polling ``/v1/monitors``
@@ -160,26 +161,23 @@ class Context:
         finally:
             self._making.pop(key, None)
 
-    async def rows_json(self) -> bytes:
-        """``GET /v1/monitors``'s body: ``client.views.rows`` of this daemon (what ``list
-        --json`` shows) encoded and redacted in the helper process (``server.offload``),
-        at most once per ``SHARED_TTL`` seconds (``shared``)."""
+    async def view(self, job: Callable[[Settings, dict[str, Any], tuple[str, ...]], bytes]
+                   ) -> bytes:
+        """The answer ``job(cfg, status, secrets)`` (``server.jobs``: ``rows_json``,
+        ``fingerprints_json``, ``page_html``) makes in the helper process
+        (``server.offload``), redacted there, made at most once per ``SHARED_TTL``
+        seconds for each job (``shared``).
+
+        Raises:
+            errors.StateError: the helper process could not start or died.
+            errors.MonitorsError: the job's own error (unreadable state or layers).
+        """
         async def make() -> bytes:
-            return await self.offload.run(offload.rows_json, self.daemon.cfg, self.status(),
+            return await self.offload.run(job, self.daemon.cfg, self.status(),
                                           self.redactor.secrets)
 
-        body: bytes = await self.shared("rows", make)
+        body: bytes = await self.shared(job.__name__, make)
         return body
-
-    async def rows(self) -> dict[str, Any]:
-        """``rows_json`` decoded (without ``apiVersion``), shared as it is."""
-        async def make() -> dict[str, Any]:
-            doc: dict[str, Any] = json.loads(await self.rows_json())
-            doc.pop("apiVersion", None)
-            return doc
-
-        rows: dict[str, Any] = await self.shared("rows-decoded", make)
-        return rows
 
     def authorized(self, request: web.Request) -> bool:
         """Whether ``request`` carries ``Authorization: Bearer <this device's token>``."""
@@ -190,8 +188,8 @@ class Context:
 
     def json(self, data: Mapping[str, Any], *, status: int = 200,
              headers: Mapping[str, str] | None = None) -> web.Response:
-        """A JSON answer with ``apiVersion`` first, redacted (``offload.encode``)."""
-        return web.Response(text=offload.encode(data, self.redactor), status=status,
+        """A JSON answer with ``apiVersion`` first, redacted (``jobs.encode``)."""
+        return web.Response(text=jobs.encode(data, self.redactor), status=status,
                             content_type="application/json", headers=headers)
 
 
@@ -225,6 +223,7 @@ def _guard(route: Route, options: HttpOptions) -> Handler:
             return error(request, 413, f"request body over {limit} bytes")
         if limit + 1 != request.client_max_size:  # aiohttp refuses sizes >= its limit
             request = request.clone(client_max_size=limit + 1)
+        response: web.StreamResponse | None = None
         try:
             async with asyncio.timeout(options.timeout):
                 if route.auth == "open":  # probes never wait their turn
@@ -252,6 +251,10 @@ def _guard(route: Route, options: HttpOptions) -> Handler:
                 await writing  # ... the wait for a slow client to read it is not
                 return response
         except TimeoutError:
+            if response is not None and response.prepared:  # its status line went out:
+                if request.transport is not None:  # a second answer would corrupt the
+                    request.transport.abort()  # stream, so the connection is dropped
+                return response
             return error(request, 503, f"request took longer than {options.timeout:g}s")
 
     return handle

@@ -17,60 +17,35 @@ process. A call whose worker cannot start (out of file descriptors or processes,
 next call starts a new worker. The worker exits within a second of the daemon's death
 (even ``kill -9``: it watches its parent), so no helper outlives its daemon.
 
-The jobs are module-level functions of this module (they are pickled by name); this
-module imports neither aiohttp nor the daemon, so the worker's start-up stays small.
+The jobs are module-level functions (pickled by name) of ``server.jobs``, which
+imports neither aiohttp nor the daemon, so the worker's start-up stays small.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import multiprocessing
 import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
-from reconciler import errors, redaction
+from reconciler import errors
 
-if TYPE_CHECKING:
-    from reconciler.settings import Settings
-
-API_VERSION = "v1"
 IDLE = 60.0
 """Seconds without a call after which the worker process is stopped."""
+NICE = 10
+"""Niceness the worker adds to its own (``nice(2)``): where CPU is short, the daemon's
+polls (and the rest of the machine) go before views for HTTP clients, which then take
+longer. At 10 a busy worker gets about a tenth of a core that a busy daemon wants too
+(CFS weights 110 and 1024, ``sched_prio_to_weight``)."""
 
 T = TypeVar("T")
-
-
-def encode(data: Mapping[str, Any], redactor: redaction.Redactor) -> str:
-    """The JSON answer of ``data`` with ``apiVersion`` first and every secret masked:
-    on the text when no secret needs JSON escaping (one pass), else on the values
-    before encoding."""
-    document = {"apiVersion": API_VERSION, **data}
-    secrets = redactor.secrets
-    if not secrets:
-        return json.dumps(document, ensure_ascii=False, default=str)
-    if any(json.dumps(s)[1:-1] != s for s in secrets):
-        return json.dumps(redactor.redact_value(document), ensure_ascii=False, default=str)
-    return redactor.redact(json.dumps(document, ensure_ascii=False, default=str))
-
-
-def rows_json(cfg: Settings, status: Mapping[str, Any], secrets: tuple[str, ...]) -> bytes:
-    """Job: ``client.views.rows`` of this device as the encoded, redacted JSON answer of
-    ``GET /v1/monitors`` (UTF-8 bytes).
-
-    Raises:
-        errors.MonitorsError: the state directory or layers are unreadable.
-    """
-    from reconciler.client import views
-
-    return encode(views.rows(cfg, status=status), redaction.Redactor(secrets)).encode()
 
 
 def _watch_parent(parent: int, every: float = 1.0) -> None:
@@ -81,8 +56,10 @@ def _watch_parent(parent: int, every: float = 1.0) -> None:
     It also ignores SIGINT: a Ctrl-C in the terminal reaches the whole process group,
     and the daemon, which handles it, stops the worker; the worker's own
     ``KeyboardInterrupt`` would only print a traceback under the daemon's last lines.
+    And it lowers its own CPU priority by ``NICE``.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.nice(NICE)
 
     def watch() -> None:
         while os.getppid() == parent:

@@ -12,18 +12,18 @@
 ==========================  =========================================================
 
 Every answer carries ``apiVersion`` and ``device``. Handlers reuse the cores the
-CLI uses; the slow ones (the layers read by ``views``) run in a thread.
+CLI uses; the heavy ones (every monitor's rows, the plan) are made in the view helper
+process (``server.jobs``), one monitor's view and runs in a thread.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-from typing import Any
 
 from aiohttp import web
 
-from reconciler import errors, timestamps
+from reconciler import errors
+from reconciler.server import jobs
 from reconciler.server.app import Route, context, error
 
 MAX_RUNS = 1000
@@ -39,7 +39,7 @@ async def monitors(request: web.Request) -> web.StreamResponse:
     """``list --json``'s document for this device."""
     ctx = context(request)
 
-    body = await ctx.rows_json()  # made in the helper process (server.offload)
+    body = await ctx.view(jobs.rows_json)  # made in the helper process
     return web.Response(body=body, content_type="application/json", charset="utf-8")
 
 
@@ -74,43 +74,18 @@ async def runs(request: web.Request) -> web.StreamResponse:
 
 async def fingerprints(request: web.Request) -> web.StreamResponse:
     """Every monitor known here with its fingerprint (``add``'s fleet duplicate check)."""
-    ctx = context(request)
-    rows = await ctx.rows()
-    return ctx.json({"device": ctx.daemon.cfg.device, "fingerprints": [
-        {k: r.get(k) for k in ("name", "fingerprint", "scope", "owner", "status")}
-        for r in rows["monitors"]]})
+    body = await context(request).view(jobs.fingerprints_json)  # in the helper process
+    return web.Response(body=body, content_type="application/json", charset="utf-8")
 
 
 async def plan(request: web.Request) -> web.StreamResponse:
-    """A desired set in, the plan against this daemon's running set out."""
-    from reconciler.planning import desired as desired_mod
-    from reconciler.planning import plan as plan_mod
-    from reconciler.state import registry as registry_mod
-
+    """A desired set in, the plan against this daemon's running set out (parsed and
+    planned in the helper process, ``server.jobs.plan_json``)."""
     ctx = context(request)
-    try:
-        body = json.loads(await request.read())
-    except (ValueError, UnicodeDecodeError) as e:
-        return error(request, 400, f"bad request: the body is not JSON ({e})")
-    docs = body.get("monitors") if isinstance(body, dict) else None
-    if not isinstance(docs, list) or not all(isinstance(d, dict) for d in docs):
-        return error(request, 400, 'bad request: expected {"monitors": [monitor, ...]}')
-    try:
-        wanted = {m.name: m for m in (registry_mod.monitor_from_json(d) for d in docs)}
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
-        return error(request, 400, f"bad request: not a monitor: {type(e).__name__}: {e}")
-    reg = ctx.daemon.registry
-    running = {n: e.monitor for n, e in reg.entries.items()}
-    basis = plan_mod.Basis(
-        device=ctx.daemon.cfg.device, daemon_running=True, daemon_pid=reg.pid,
-        generation=reg.generation, digest=reg.digest, commit=reg.commit, dirty=reg.dirty,
-        created_at=timestamps.utc_seconds(), root=ctx.daemon.cfg.root)
-    made = plan_mod.make(desired_mod.Desired(monitors=wanted, excluded={}, invalid={}),
-                         running, basis)
-    out: dict[str, Any] = {"device": ctx.daemon.cfg.device, "plan": made.to_json(),
-                           "running": [registry_mod.monitor_to_json(m)
-                                       for _, m in sorted(running.items())]}
-    return ctx.json(out)
+    status, body = await ctx.offload.run(jobs.plan_json, ctx.daemon.cfg, await request.read(),
+                                         ctx.redactor.secrets)
+    return web.Response(body=body, status=status, content_type="application/json",
+                        charset="utf-8")
 
 
 ROUTES = (

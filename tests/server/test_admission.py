@@ -192,3 +192,39 @@ def test_clients_that_send_their_body_slowly_do_not_hold_the_turns() -> None:
         ready=parsed))
     assert statuses == 200  # at once, not after the stalled uploads' timeout
 
+
+
+def test_a_timeout_while_the_answer_goes_out_drops_the_connection_without_a_second_answer(
+        ) -> None:
+    """A client reading too slowly for ``requestTimeout`` once the status line of its
+    answer went out: the connection is dropped. Answering 503 then appended a second
+    status line after the first answer's body on the same connection."""
+    big = b"x" * (8 << 20)  # far more than the kernel's socket buffers take
+
+    async def huge(request: web.Request) -> web.StreamResponse:
+        return web.Response(body=big, content_type="application/octet-stream")
+
+    async def go() -> bytes:
+        server = _server(app.Route("GET", "/huge", huge), timeout=0.5)
+        await server.start()
+        try:
+            host, port = str(server.url).removeprefix("http://").rsplit(":", 1)
+            reader, writer = await asyncio.open_connection(host, int(port), limit=1024)
+            writer.transport.pause_reading()
+            writer.write(f"GET /huge HTTP/1.1\r\nHost: x\r\n"
+                         f"Authorization: Bearer {TOKEN}\r\n\r\n".encode())
+            await asyncio.sleep(1.5)  # past requestTimeout, reading nothing
+            writer.transport.resume_reading()
+            received = bytearray()
+            async with asyncio.timeout(20):
+                while chunk := await reader.read(1 << 20):
+                    received += chunk
+            writer.close()
+            return bytes(received)
+        finally:
+            await server.close()
+
+    received = asyncio.run(go())
+    assert received.startswith(b"HTTP/1.1 200")
+    assert received.count(b"HTTP/1.1 ") == 1 and b"503" not in received[:200]
+    assert len(received) < len(big)  # dropped, not finished
