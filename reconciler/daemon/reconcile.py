@@ -2,8 +2,9 @@
 
 ``Reconciler.reconcile`` reads the world (``snapshot.read``, in a worker thread),
 plans against the running registry (``planning.plan.make``), lets the supervisor
-apply the plan (stop first, then start), and publishes ``running.json`` when its
-content changed. Reconciles never overlap (a lock). File and config problems are
+apply the plan (stop first, then start), forgets the metrics series of the monitors
+that left the layers (``daemon.metrics.forget``), and publishes ``running.json`` when
+its content changed. Reconciles never overlap (a lock). File and config problems are
 logged when they change; held stops at every pass until resolved.
 
 ``Reconciler.recover`` runs once at start, before the first reconcile: it sweeps what
