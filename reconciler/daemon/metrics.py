@@ -17,6 +17,29 @@ nothing between scrapes.
 Names follow the Prometheus conventions (https://prometheus.io/docs/practices/naming/):
 the ``monitors_`` prefix, base units (seconds), ``_total`` on counters (added by
 the client library), ``_info`` on info metrics.
+
+Series of monitors that are gone (``forget``): a family labelled by ``monitor`` keeps a
+series per monitor it has seen, so a long-lived daemon whose monitors come and go
+(agents arming monitors over MCP, git mode) would export ever more series, and
+dashboards would show monitors that no longer exist. As the client library guidelines
+and kube-state-metrics do (a child is removed when what it describes is gone), the
+reconciler (``daemon.reconcile``) calls ``forget`` with the monitors that left this
+device's layers: a removed file, the old name of a rename, or a paused, completed or
+disabled monitor whose file was then removed. Kept, because the monitor still exists and
+its counters are its history:
+
+* a **replaced** monitor (a changed definition under the same name): the same monitor
+  (its fires and state are kept under that name too); its polls continue its count
+  (a changed source type starts a series of its own, ``polls``);
+* a **paused**, **disabled**, **auto-paused** or **completed** monitor, or one placed on
+  another device (``elsewhere``): still known here (``list`` shows it, it may run again;
+  ``monitors_monitors{state}`` counts it); its series stop growing and are forgotten when
+  its file goes.
+
+So the per-monitor series are bounded by the monitors the layers define. A fire still
+running when its monitor leaves (a ``run`` action outlives its evaluator's stop) counts
+its outcome when it ends: the reconciler forgets the departed names again at each
+reconcile until no fire is in flight.
 """
 
 from __future__ import annotations
@@ -24,8 +47,8 @@ from __future__ import annotations
 import bisect
 import datetime as dt
 import time
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Collection, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -70,6 +93,16 @@ class _Buckets:
                                      sum_value=self.total)
 
 
+_Key = TypeVar("_Key", bound=tuple[str, ...])
+
+
+def _drop(values: dict[_Key, Any], at: int, monitors: Collection[str]) -> None:
+    """Delete the keys of ``values`` whose label at index ``at`` is in ``monitors``, in
+    place (the collector copies a dict before reading it: ``forget``)."""
+    for key in [key for key in values if key[at] in monitors]:
+        del values[key]
+
+
 class _Labelled:
     """A counter or gauge family by label values: ``values[(label, ...)]`` is its value."""
 
@@ -85,15 +118,40 @@ class _Labelled:
         """Add one to the series of ``labels``."""
         self.values[labels] = self.values.get(labels, 0.0) + 1.0
 
+    def forget(self, monitors: Collection[str]) -> None:
+        """Remove the series whose ``monitor`` label is in ``monitors``."""
+        if "monitor" in self.labels:
+            _drop(self.values, self.labels.index("monitor"), monitors)
+
+
+class _Polls:
+    """``monitors_polls``: ``counts[(monitor, kind)]`` is a one-item list the hook
+    increments in place, ``latest[monitor]`` the (kind, list) of the monitor's last
+    check (a changed kind starts a new series): one dict lookup per poll."""
+
+    __slots__ = ("counts", "latest")
+    labels = ("monitor", "kind")
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple[str, str], list[int]] = {}
+        self.latest: dict[str, tuple[str, list[int]]] = {}
+
+    def forget(self, monitors: Collection[str]) -> None:
+        """Remove the series of ``monitors`` (and their entries in ``latest``, so a
+        monitor of that name counts from zero again)."""
+        for monitor in monitors:
+            self.latest.pop(monitor, None)
+        _drop(self.counts, 0, monitors)
+
 
 _bisect_left = bisect.bisect_left
 _POLL_LATENESS = _Buckets(LATENESS_BUCKETS)
 _POLL_DURATION = _Buckets(DURATION_BUCKETS)
 _DISPATCH_LATENCY = _Buckets(DURATION_BUCKETS)
 _RECONCILE_DURATION = _Buckets(DURATION_BUCKETS)
-_polls: dict[str, tuple[str, list[int]]] = {}
-"""monitor -> (source kind, [checks]); a changed kind starts a new series (``_kinds``)."""
-_kinds: dict[tuple[str, str], list[int]] = {}
+_POLLS = _Polls()
+_polls = _POLLS.latest  # the hook's names for them (module globals: one lookup less)
+_kinds = _POLLS.counts
 
 _CHECK_ERRORS = _Labelled("monitors_check_errors", "Failed checks, by monitor and error "
                           "kind (timeout, exit, config, ...).", ["monitor", "kind"])
@@ -116,6 +174,8 @@ _OWNER_HOLDER = _Labelled("monitors_owner_holder", "1 while this device holds th
                           "of the owners: monitor (it polls and fires), 0 while it stands by.",
                           ["monitor"])
 _GAUGES = (_ETCD_UP, _OWNER_HOLDER)
+_BY_MONITOR = tuple(f for f in (*_COUNTERS, *_GAUGES, _POLLS) if "monitor" in f.labels)
+"""Every family labelled by ``monitor`` (``forget``)."""
 _build: dict[str, str] = {}
 """``monitors_build_info``'s labels (``build_info``)."""
 
@@ -247,6 +307,24 @@ def etcd_reachable(up: bool) -> None:
 def holding(monitor: str, held: bool) -> None:
     """This device holds (``True``) or stands by for (``False``) ``monitor``'s etcd key."""
     _OWNER_HOLDER.values[(monitor,)] = 1.0 if held else 0.0
+
+
+def forget(monitors: Collection[str]) -> None:
+    """Remove the series of ``monitors`` (names) from every family labelled by
+    ``monitor``: they are gone from this device's layers (module docstring says which
+    stops forget and which keep). A monitor of such a name that comes back counts from
+    zero, as after a restart.
+
+    Called on the event loop thread, as the hooks are. A scrape renders in a worker
+    thread meanwhile (``server.metrics``): ``_Collector`` copies each dict (``list(d.
+    items())``, one C call under the interpreter lock) before reading it, and this only
+    deletes keys in place, so the scrape sees each family before or after, never a dict
+    changing under its iteration.
+    """
+    names = frozenset(monitors)
+    if names:
+        for family in _BY_MONITOR:
+            family.forget(names)
 
 
 def reconciled(duration: float, result: str) -> None:

@@ -2,8 +2,9 @@
 
 ``Reconciler.reconcile`` reads the world (``snapshot.read``, in a worker thread),
 plans against the running registry (``planning.plan.make``), lets the supervisor
-apply the plan (stop first, then start), and publishes ``running.json`` when its
-content changed. Reconciles never overlap (a lock). File and config problems are
+apply the plan (stop first, then start), forgets the metrics series of the monitors
+that left the layers (``daemon.metrics.forget``), and publishes ``running.json`` when
+its content changed. Reconciles never overlap (a lock). File and config problems are
 logged when they change; held stops at every pass until resolved.
 
 ``Reconciler.recover`` runs once at start, before the first reconcile: it sweeps what
@@ -93,6 +94,9 @@ class Reconciler:
         self._shared_toml: Any = None  # the settings the parts were last configured with
         self._secrets_of: snapshot.Snapshot | None = None  # secrets registered for it
         self._plan_memo: tuple[tuple[Any, ...], plan_mod.Plan, snapshot.Snapshot] | None = None
+        self._known: tuple[snapshot.Snapshot | None, frozenset[MonitorName],
+                           frozenset[MonitorName]] = (None, frozenset(), frozenset())
+        self._departed: frozenset[MonitorName] = frozenset()  # forgotten, a fire in flight
 
     def follow(self, applied: str | None = None) -> None:
         """Enter git mode when ``[git] ref`` is set in ``cfg`` (again after a SIGHUP),
@@ -229,6 +233,7 @@ class Reconciler:
                                      basis, allow_mass_stop=allow)
             self._log_problems(snap, plan, trigger)
             applied = await self.parts.supervisor.apply(plan)
+            self._forget_departed(snap, applied)
             self.registry.held = [{"name": c.name, "action": c.action.value,
                                    "reason": plan.mass_stop or ""} for c in applied.held]
             self.registry.digest = snap.digest
@@ -254,6 +259,23 @@ class Reconciler:
             if applied.started and self.on_started is not None:
                 self.on_started(list(applied.started))
             return plan, applied
+
+    def _forget_departed(self, snap: snapshot.Snapshot, applied: supervisor.Applied) -> None:
+        """Forget the metrics series of the monitors that left this device's layers
+        since the last reconcile (``Desired.known``; a held stop still runs; which
+        stays: ``daemon.metrics``). Their stops are done: the evaluators' last counts
+        are in. A fire in flight counts under its monitor's name when it ends, so
+        departed names are forgotten again at each reconcile until none is in flight."""
+        assert self.parts is not None
+        held = frozenset(c.name for c in applied.held)
+        last_snap, last_held, before = self._known
+        known = before if snap is last_snap and held == last_held \
+            else snap.desired.known() | held
+        departed = (before - known) | (self._departed - known)
+        self._known = (snap, held, known)
+        if departed:
+            metrics.forget(departed)
+        self._departed = departed if self.parts.dispatcher.in_flight else frozenset()
 
     def _git_snapshot(self, fetch: bool) -> snapshot.Snapshot | None:
         """Git mode (worker thread): the snapshot of the commit to apply (cached while

@@ -61,6 +61,13 @@ class Desired:
     start_reasons: dict[MonitorName, str] = field(default_factory=dict)
     duplicates: dict[MonitorName, str] = field(default_factory=dict)
 
+    def known(self) -> frozenset[MonitorName]:
+        """Every monitor the layers define for this device: desired here, or excluded
+        with a reason (paused, disabled, auto-paused, completed, placed elsewhere,
+        invalid, duplicate). Not in it: a monitor whose file is gone, the old name of
+        a rename (``daemon.metrics.forget``)."""
+        return frozenset(self.monitors.keys() | self.excluded.keys())
+
     def digest(self) -> str:
         """``sha256:`` over (name, fingerprint, update fields) of every desired monitor."""
         rows = [[n, m.fingerprint, registry.update_fields(m)]

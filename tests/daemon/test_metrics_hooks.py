@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+import threading
+
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -40,3 +43,80 @@ def test_poll_hooks_expose_counts_and_cumulative_buckets() -> None:
     assert delta(dur + "_count") == 3
     assert delta("monitors_polls_total", monitor="hooks-a", kind="poll") == 2
     assert delta("monitors_polls_total", monitor="hooks-a", kind="file") == 1
+
+
+def feed(monitor: str) -> None:
+    """One series of ``monitor`` in every family labelled by monitor."""
+    metrics.polled(monitor, "poll", 0.01)
+    metrics.polled(monitor, "file", 0.01)  # two kinds: two series
+    metrics.check_failed(monitor, "timeout")
+    metrics.fired(monitor, "succeeded", 0.5)
+    metrics.fenced(monitor)
+    metrics.holding(monitor, True)
+
+
+def series_of(monitor: str) -> set[str]:
+    return {name for name, labels in samples() if ("monitor", monitor) in labels}
+
+
+def test_forget_removes_every_series_of_the_monitors_and_only_theirs() -> None:
+    feed("forget-gone")
+    feed("forget-kept")
+    assert series_of("forget-gone") == {
+        "monitors_polls_total", "monitors_check_errors_total", "monitors_fires_total",
+        "monitors_fenced_total", "monitors_owner_holder"}
+    before = samples()
+    metrics.forget(["forget-gone"])
+    after = samples()
+    assert series_of("forget-gone") == set()  # every family labelled by monitor, new ones too
+    kept = {k: v for k, v in before.items() if ("monitor", "forget-gone") not in k[1]}
+    unchanged = {k: v for k, v in after.items() if k in kept}
+    assert unchanged == kept  # the others' series, histograms and counters as they were
+    metrics.forget(["forget-gone", "never-seen"])  # twice, or unknown: nothing to do
+
+
+def test_a_forgotten_monitor_that_comes_back_counts_from_zero() -> None:
+    feed("forget-back")
+    metrics.forget({"forget-back"})
+    metrics.polled("forget-back", "poll", 0.01)  # the hook's cache of its series is gone too
+    metrics.check_failed("forget-back", "exit")
+    now = samples()
+    assert now[("monitors_polls_total", (("kind", "poll"), ("monitor", "forget-back")))] == 1
+    assert ("monitors_polls_total", (("kind", "file"), ("monitor", "forget-back"))) not in now
+    assert series_of("forget-back") == {"monitors_polls_total", "monitors_check_errors_total"}
+
+
+def test_forget_while_a_scrape_renders_in_another_thread() -> None:
+    # /metrics renders in a worker thread (server.metrics) while the loop thread forgets:
+    # a collector iterating a dict that changes under it raises RuntimeError. A tiny
+    # switch interval makes the threads interleave inside every family's loop.
+    failures: list[BaseException] = []
+    done = threading.Event()
+
+    def scrape() -> None:
+        while not done.is_set():
+            try:
+                generate_latest(metrics.registry())
+            except BaseException as e:
+                failures.append(e)
+                return
+
+    metrics.registry()
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    scraper = threading.Thread(target=scrape)
+    scraper.start()
+    try:
+        for round_ in range(150):
+            names = [f"race-{round_}-{i}" for i in range(40)]
+            for name in names:
+                feed(name)
+            metrics.forget(names)
+            if failures:
+                break
+    finally:
+        done.set()
+        scraper.join(timeout=30)
+        sys.setswitchinterval(interval)
+    assert not failures, repr(failures[0])
+    assert not any(name.startswith("race-") for _, labels in samples() for _, name in labels)

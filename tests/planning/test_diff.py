@@ -327,3 +327,15 @@ def test_summary_counts_files_with_errors() -> None:
     assert plan.to_json()["errorFiles"] == ["monitors.d/x.yml", "monitors.d/y.yml"]
     clean = make({"a": mon("a")}, {"a": mon("a")})
     assert clean.summary() == "No changes. 1 monitor runs as the repository says."
+
+
+
+def test_known_names_the_desired_and_the_excluded_not_a_removed_file() -> None:
+    # daemon.metrics forgets the series of monitors the layers no longer define
+    monitors = {N("mine"): mon("mine"), N("off"): mon("off", command="echo off", enabled=False),
+                N("moved"): mon("moved", command="echo moved", device="box-2"),
+                N("paused"): _paused(mon("paused", command="echo p")),
+                N("hot"): mon("hot", command="echo hot")}
+    desired = desired_mod.desired_set(monitors, owner=owner_here(), autopaused={N("hot"): "rate"},
+                                      invalid={N("broken"): "x.yml:1:1: error: no"})
+    assert desired.known() == {"mine", "off", "moved", "paused", "hot", "broken"}
