@@ -8,6 +8,7 @@ address the daemon reports in ``status`` (``endpoints.http``).
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -41,6 +42,20 @@ def make_repo(base: Path, name: str) -> Repo:
     return Repo(root)
 
 
+def self_signed(dest: Path, *, ip: str = "127.0.0.1") -> tuple[Path, Path]:
+    """A self-signed certificate for ``ip`` (in its subjectAltName, as hostname checks
+    need) and its key, ``(cert.pem, key.pem)`` in ``dest``, made by the openssl CLI;
+    skips the test when openssl is not installed."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    dest.mkdir(parents=True, exist_ok=True)
+    cert, key = dest / "cert.pem", dest / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", f"/CN={ip}", "-addext", f"subjectAltName=IP:{ip}",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    return cert, key
+
+
 class Peer(Daemon):
     """One daemon as device ``device`` on its own repository, serving HTTP."""
 
@@ -62,6 +77,14 @@ class Peer(Daemon):
         return subprocess.run(self.argv(*args), capture_output=True, text=True,
                               timeout=timeout, cwd=self.repo.root,
                               env={**os.environ, "NO_COLOR": "1", **self.env})
+
+    def serve_tls(self, cert: Path, key: Path) -> None:
+        """Serve HTTPS with ``cert`` and ``key`` (``[http] certFile``/``keyFile``);
+        before ``start``."""
+        shutil.copy(cert, self.repo.root / "cert.pem")
+        shutil.copy(key, self.repo.root / "key.pem")
+        self.repo.write("monitors.toml", '[http]\ncertFile = "cert.pem"\nkeyFile = "key.pem"\n')
+        os.chmod(self.repo.root / "monitors.toml", 0o644)
 
     @property
     def address(self) -> str:
