@@ -42,20 +42,6 @@ def make_repo(base: Path, name: str) -> Repo:
     return Repo(root)
 
 
-def self_signed(dest: Path, *, ip: str = "127.0.0.1") -> tuple[Path, Path]:
-    """A self-signed certificate for ``ip`` (in its subjectAltName, as hostname checks
-    need) and its key, ``(cert.pem, key.pem)`` in ``dest``, made by the openssl CLI;
-    skips the test when openssl is not installed."""
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed")
-    dest.mkdir(parents=True, exist_ok=True)
-    cert, key = dest / "cert.pem", dest / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-                    "-subj", f"/CN={ip}", "-addext", f"subjectAltName=IP:{ip}",
-                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
-    return cert, key
-
-
 class Peer(Daemon):
     """One daemon as device ``device`` on its own repository, serving HTTP."""
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.daemon.conftest import wait_for
-from tests.server.conftest import Peer, self_signed
+from tests.helpers import self_signed
+from tests.server.conftest import Peer
 
 
 @pytest.fixture
