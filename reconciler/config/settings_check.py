@@ -158,8 +158,9 @@ def _ca_files(doc: yamlload.Document, path: Path) -> list[Problem]:
     """``ca-file`` errors at a device's ``caFile``: set beside an address that is not
     ``https://`` (it would never be used: a forgotten scheme), or a file that the TLS
     context cannot load (``fleetlink.check_ca_file``; the path resolved against the
-    fleet file's directory, ``fleet.ca_path``). Loads ``ssl`` only when a device has
-    a ``caFile``."""
+    fleet file's directory, ``fleet.ca_path``); ``unsafe-permissions`` when another
+    user could write a bundle that loads (``config.trust``). Loads ``ssl`` only when a
+    device has a ``caFile``."""
     from reconciler import fleet
 
     devices = doc.data.get("devices")
@@ -168,7 +169,7 @@ def _ca_files(doc: yamlload.Document, path: Path) -> list[Problem]:
         ca = device.get("caFile") if isinstance(device, dict) else None
         if not isinstance(ca, str) or not ca:
             continue  # the schema reports a wrong type or an empty string
-        address = device.get("address")
+        address, rule = device.get("address"), "ca-file"
         try:
             https = isinstance(address, str) and fleet.parse_address(address).tls
         except ValueError:
@@ -183,10 +184,15 @@ def _ca_files(doc: yamlload.Document, path: Path) -> list[Problem]:
             shown = fleet.ca_path(path, ca)
             problem = fleetlink.check_ca_file(shown)
             if problem is None:
-                continue
-            why = f"caFile {files.display(shown)}: {problem}"
+                # whoever can write the bundle can impersonate the peer and be sent its token
+                unsafe = trust.file_problem(shown, "CA file", root=path.parent.resolve())
+                if unsafe is None:
+                    continue
+                why, rule = unsafe, trust.RULE
+            else:
+                why = f"caFile {files.display(shown)}: {problem}"
         line, col = doc.position(("devices", i, "caFile"))
-        out.append(P.error(doc.file, line, col, f"devices.{i}.caFile", why, "ca-file"))
+        out.append(P.error(doc.file, line, col, f"devices.{i}.caFile", why, rule))
     return out
 
 

@@ -114,3 +114,18 @@ def test_ca_file_is_relative_to_the_fleet_files_directory(tmp_path: Path,
     assert [d.ca_file for d in loaded.devices] == [cert, None, None]
     assert [fleet.parse_address(str(d.address)).scheme for d in loaded.devices] == [
         "https", "https", "http"]
+
+
+def test_a_ca_file_another_user_could_write_is_refused(tmp_path: Path) -> None:
+    """Whoever can write the bundle can make this device trust their server, and send
+    it the fleet's token."""
+    cert, _ = self_signed(tmp_path / "pki")
+    path = tmp_path / "fleet.yaml"
+    path.write_text(f"devices:\n  - name: a\n    address: https://h:1\n    caFile: {cert}\n")
+    assert fleet.load(path).devices[0].ca_file == cert
+    cert.chmod(0o666)
+    [problem] = settings_check.fleet_problems(path)
+    assert (problem.line, problem.col, problem.field, problem.rule) == (
+        4, 13, "devices.0.caFile", "unsafe-permissions")
+    assert problem.message.startswith("refused this CA file: ")
+    assert problem.message.endswith(f"world-writable (mode 0666): chmod o-w {cert}")
