@@ -132,11 +132,9 @@ def parse_address(address: str) -> Endpoint:
     else:
         try:
             host, port = split_address(rest)
-        except ValueError as e:
-            if "outside" not in str(e):
-                host = ""
-            else:
-                raise ValueError(str(e).replace(repr(rest), repr(address), 1)) from None
+        except ValueError as e:  # its message names ``rest``: name the address instead
+            raise ValueError(str(e).replace(repr(rest), repr(address), 1).replace(
+                "is not host:port", f"is not {scheme}://host:port")) from None
     if not host or any(c.isspace() for c in host):
         raise ValueError(f"address {address!r} is not {scheme}://host:port")
     return Endpoint(scheme, host, port)

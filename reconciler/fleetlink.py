@@ -96,36 +96,29 @@ def context(ca_file: Path | None, *, device: str = "") -> ssl.SSLContext:
         if tls is None:
             tls = ssl.create_default_context(cafile=None if ca_file is None else str(ca_file))
             _contexts[key] = tls
-    except (OSError, ssl.SSLError) as e:
-        raise errors.ConfigError(ca_problem(ca_file, e, device=device)) from None
+    except (OSError, ssl.SSLError) as e:  # ``device beta: caFile tls/ca.pem: cannot ...``
+        who = f"device {device}: " if device else ""
+        raise errors.ConfigError(f"{who}caFile {ca_file}: {_unusable(e)}") from None
     return tls
 
 
-def ca_problem(ca_file: Path | None, e: BaseException, *, device: str = "") -> str:
-    """One line for a CA file that cannot be used: ``device beta: caFile tls/ca.pem:
-    cannot read it: No such file or directory``."""
-    who = f"device {device}: " if device else ""
-    if isinstance(e, ssl.SSLError):
-        why = f"holds no usable PEM certificate ({e.reason or e})"
-    elif isinstance(e, OSError):
-        why = f"cannot read it: {e.strerror or e}"
-    else:
-        why = str(e)
-    return f"{who}caFile {ca_file}: {why}"
-
-
 def check_ca_file(path: Path) -> str | None:
-    """Why the PEM bundle at ``path`` cannot verify a peer (lint), or None when it
-    loads (the same loading ``context`` does, without keeping it)."""
+    """Why the PEM bundle at ``path`` cannot verify a peer (lint: ``cannot read it: No
+    such file or directory``), or None when it loads (the same loading ``context``
+    does, without keeping it)."""
     try:
         ssl.create_default_context(cafile=str(path))
     except (OSError, ssl.SSLError) as e:
-        if isinstance(e, ssl.SSLError):
-            return f"holds no usable PEM certificate ({e.reason or e})"
-        if isinstance(e, IsADirectoryError):
-            return "is a directory, not a PEM file"
-        return f"cannot read it: {e.strerror or e}"
+        return _unusable(e)
     return None
+
+
+def _unusable(e: OSError) -> str:
+    if isinstance(e, ssl.SSLError):
+        return f"holds no usable PEM certificate ({e.reason or e})"
+    if isinstance(e, IsADirectoryError):
+        return "is a directory, not a PEM file"
+    return f"cannot read it: {e.strerror or e}"
 
 
 def _chain(exc: BaseException) -> list[BaseException]:

@@ -2,18 +2,21 @@
 
 The device and its address come from the fleet file. Each probe is ``GET
 <origin>/healthz`` (the daemon's HTTP API, open without a token;
-``server.health``) within ``timeout``; the origin and, for an ``https://``
-address, the TLS context verifying the peer against its ``caFile`` (else the
-system trust store) come from ``reconciler.fleetlink``, the fleet client's
-helper. A peer whose certificate fails verification is a check error of kind
-``tls`` naming the device and what to do, not ``unreachable``. The observation is ``reachable``
-or ``unreachable`` (the TCP connection could not be made in time; a down device
+``server.health``) within ``timeout``. The observation is ``reachable`` or
+``unreachable`` (the TCP connection could not be made in time; a down device
 is an observation, not a check error), then a second line
 ``headroom: ok|low|critical|unknown``. Headroom is the bucket the peer reports
 in its ``/healthz`` answer (disk free under its state directory and load per
 CPU); a peer that accepts the connection but does not answer API v1 JSON is
 reachable with headroom ``unknown`` (the reason in ``meta.error``). For this
 device the bucket is measured here.
+
+The origin and, for an ``https://`` address, the TLS context verifying the peer
+against its ``caFile`` (else the system trust store) come from
+``reconciler.fleetlink``, as for the fleet client; such a probe goes through
+``SourceContext.peer_http`` (a client per trust), so ``poll-http``'s trust is
+never changed. A peer whose certificate fails verification is a check error of
+kind ``tls`` naming the device and what to do, not ``unreachable``.
 """
 
 from __future__ import annotations
