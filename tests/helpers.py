@@ -9,13 +9,18 @@ import heapq
 import http.server
 import itertools
 import json
+import shutil
 import socket
+import ssl
 import subprocess
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from reconciler.events import Event
 from reconciler.model import Monitor
@@ -115,6 +120,20 @@ def reap(*procs: subprocess.Popen[Any] | None) -> None:
             proc.wait(timeout=5)
 
 
+def self_signed(dest: Path, *, ip: str = "127.0.0.1") -> tuple[Path, Path]:
+    """A self-signed certificate for ``ip`` (in its subjectAltName, as hostname checks
+    need) and its key, ``(cert.pem, key.pem)`` in ``dest``, made by the openssl CLI;
+    skips the test when openssl is not installed."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    dest.mkdir(parents=True, exist_ok=True)
+    cert, key = dest / "cert.pem", dest / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", f"/CN={ip}", "-addext", f"subjectAltName=IP:{ip}",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    return cert, key
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -125,9 +144,10 @@ Handler = Callable[[http.server.BaseHTTPRequestHandler], None]
 
 
 @contextmanager
-def http_server(routes: dict[str, Handler]) -> Iterator[str]:
-    """A threaded HTTP server on 127.0.0.1 serving ``routes`` (path -> handler);
-    yields the base URL."""
+def http_server(routes: dict[str, Handler], *,
+                tls: ssl.SSLContext | None = None) -> Iterator[str]:
+    """A threaded HTTP server on 127.0.0.1 serving ``routes`` (path -> handler), over
+    HTTPS with the server context ``tls`` when given; yields the base URL."""
 
     class H(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -150,10 +170,12 @@ def http_server(routes: dict[str, Handler]) -> Iterator[str]:
 
     server = Server(("127.0.0.1", 0), H)
     server.daemon_threads = True
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()

@@ -120,6 +120,9 @@ FORBIDDEN: dict[str, set[str]] = {
     "mcpserver": {"cli", "server"},
     # the daemon's HTTP server: above daemon and client, below cli
     "server": {"cli"},
+    # how to reach a fleet peer (URL, TLS trust): the fleet client and the device source
+    "fleetlink": {"config", "state", "planning", "sources", "conditions", "actions",
+                  "daemon", "render", "cli", "client", "server"},
     # the API token: read by the server and the fleet client, written by `token create`
     "tokens": {"state", "planning", "sources", "conditions", "actions", "daemon", "render",
                "cli", "client", "server"},

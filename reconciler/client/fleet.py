@@ -1,11 +1,14 @@
 """The fleet over HTTP: ask every peer in fleet.yaml at once, and name the ones that did not answer.
 
 A peer is a device of the fleet file with an ``address`` other than this
-device. Requests go to ``http://<address><path>`` concurrently (httpx, one
-``TIMEOUT`` each) with the peer's token: the environment variable named by its
-``tokenEnv``, else this device's own (``reconciler.tokens``). A peer that cannot
-be reached, refuses the token, or answers something that is not API v1 JSON is
-*unreachable* with a one-line error; silence is never taken as "nothing there".
+device. Requests go to ``<origin><path>`` concurrently (httpx, one ``TIMEOUT``
+each; the origin and, for ``https://`` peers, the verified TLS context come from
+``reconciler.fleetlink``: one client per trust, so peers with different
+``caFile`` values are asked at once) with the peer's token: the environment variable
+named by its ``tokenEnv``, else this device's own (``reconciler.tokens``). A peer
+that cannot be reached, fails TLS verification, refuses the token, or answers
+something that is not API v1 JSON is *unreachable* with a one-line error; silence
+is never taken as "nothing there".
 
 Used by ``list`` (``listing``), ``add`` (``duplicates``), ``plan --device``
 (``plan_against``). Never prints; never writes.
@@ -17,9 +20,12 @@ import asyncio
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from reconciler import errors, fleet, settings, tokens
+from reconciler import errors, fleet, fleetlink, settings, tokens
+
+if TYPE_CHECKING:
+    import ssl
 
 TIMEOUT = 2.0
 """Seconds each peer gets to answer."""
@@ -54,17 +60,14 @@ def token_for(device: fleet.Device, cfg: settings.Settings,
     return tokens.read(cfg, environ=dict(env))
 
 
-def _url(address: str, path: str) -> str:
-    host, port = fleet.split_address(address)
-    shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}{path}"
-
-
-def _error_line(e: Exception) -> str:
+def _error_line(e: Exception, link: fleetlink.Link | None = None) -> str:
     import httpx
 
     if isinstance(e, errors.MonitorsError):
         return str(e)
+    tls = fleetlink.failure(link, e) if link is not None else None
+    if tls is not None:
+        return tls
     if isinstance(e, httpx.TimeoutException):
         return f"timed out after {TIMEOUT:g}s"
     if isinstance(e, httpx.ConnectError):
@@ -74,12 +77,10 @@ def _error_line(e: Exception) -> str:
     return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
 
 
-async def _ask(client: Any, device: fleet.Device, method: str, path: str,
-               token: str | None, body: Any) -> dict[str, Any]:
+async def _ask(client: Any, link: fleetlink.Link, device: fleet.Device, method: str,
+               path: str, token: str | None, body: Any) -> dict[str, Any]:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    assert device.address is not None
-    answer = await client.request(method, _url(device.address, path), headers=headers,
-                                  json=body)
+    answer = await client.request(method, link.url(path), headers=headers, json=body)
     try:
         doc = answer.json()
     except ValueError:
@@ -97,32 +98,46 @@ async def _ask(client: Any, device: fleet.Device, method: str, path: str,
 async def ask_all(cfg: settings.Settings, path: str, *, method: str = "GET",
                   body: Any = None, devices: list[fleet.Device] | None = None,
                   timeout: float = TIMEOUT) -> Answers:
-    """``method path`` on every peer (or ``devices``) at once; see ``Answers``."""
+    """``method path`` on every peer (or ``devices``) at once; see ``Answers``.
+
+    A peer whose address does not parse, whose ``caFile`` cannot be used or whose
+    token file is refused is unreachable with that line, without a request."""
+    import contextlib
+
     import httpx
 
     targets = peers(cfg) if devices is None else devices
     out = Answers()
     if not targets:
         return out
-    toks: dict[str, str | None] = {}
+    asked: list[tuple[fleet.Device, fleetlink.Link, str | None, ssl.SSLContext]] = []
+    refused: dict[str, str] = {}
     for d in targets:
         try:
-            toks[d.name] = token_for(d, cfg)
-        except errors.ConfigError as e:
-            out.unreachable[d.name] = str(e)
-    async with httpx.AsyncClient(timeout=timeout, follow_redirects=False,
-                                 trust_env=False) as client:
-        asked = [d for d in targets if d.name in toks]
+            link = fleetlink.link(d, fleet_file=cfg.fleet_file.name)
+            verify = link.verify()  # every client verifies: plain-HTTP ones never use it
+            asked.append((d, link, token_for(d, cfg), verify))
+        except (errors.ConfigError, ValueError) as e:
+            refused[d.name] = str(e)
+    async with contextlib.AsyncExitStack() as stack:
+        clients: dict[ssl.SSLContext, httpx.AsyncClient] = {}  # one per trust
+        for _, _, _, verify in asked:
+            if verify not in clients:
+                clients[verify] = await stack.enter_async_context(httpx.AsyncClient(
+                    timeout=timeout, follow_redirects=False, trust_env=False,
+                    verify=verify))
         results = await asyncio.gather(
-            *(_ask(client, d, method, path, toks[d.name], body) for d in asked),
+            *(_ask(clients[verify], link, d, method, path, token, body)
+              for d, link, token, verify in asked),
             return_exceptions=True)
-    for device, result in zip(asked, results, strict=True):
+    for (device, link, _, _), result in zip(asked, results, strict=True):
         if isinstance(result, BaseException):
             if not isinstance(result, Exception):
                 raise result
-            out.unreachable[device.name] = _error_line(result)
+            refused[device.name] = _error_line(result, link)
         else:
             out.answers[device.name] = result
+    out.unreachable.update((d.name, refused[d.name]) for d in targets if d.name in refused)
     return out
 
 

@@ -9,7 +9,8 @@ never the working tree (Flux and Argo CD reconcile to a revision the same way):
   (``"signed"``: only commits ``git verify-commit`` accepts, against ``allowedSigners``
   or the gpg keyring ``gpgHome``).
 * ``Follower`` fetches, resolves the ref to a commit, verifies it, and ``export``s the
-  commit's ``monitors.toml``, fleet file and layer folders, read as blobs from the
+  commit's ``monitors.toml``, fleet file (and the ``caFile`` bundles it names by a
+  relative path inside the tree) and layer folders, read as blobs from the
   object database (``gitrepo.read_blobs``), into ``<state>/git-trees/<commit>/``: the
   user's working tree and index are never read or written. ``Target.settings`` is
   rooted there, so the loader reads the commit as it reads a checkout.
@@ -259,6 +260,10 @@ def export(repo: Any, commit: str, local: settings.Settings, *, prefix: str = ""
         wanted = [_inside(prefix, d) for d in _shared_paths(toml)]
         _, files = gitrepo.read_blobs(repo, commit, wanted)
         _write(tmp, prefix, files)
+        fleet_rel = str(_table(toml, "fleet").get("file", settings.FLEET_FILE))
+        cas = [_inside(prefix, ca) for ca in _ca_files(tmp, fleet_rel)]
+        if cas:
+            _write(tmp, prefix, gitrepo.read_blobs(repo, commit, cas)[1])
         (tmp / ".complete").write_bytes(b"")
         shutil.rmtree(dest, ignore_errors=True)
         os.replace(tmp, dest)
@@ -279,6 +284,33 @@ def _shared_paths(toml: Mapping[str, Any]) -> list[str]:
     return [user, str(layers.get("system", settings.SYSTEM_DIR)),
             str(layers.get("overlays", f"{user}/{settings.OVERLAYS_DIR}")),
             str(fleet.get("file", settings.FLEET_FILE))]
+
+
+def _ca_files(tree: Path, fleet_rel: str) -> list[str]:
+    """The ``caFile`` values of the exported fleet file ``tree/fleet_rel`` that are
+    relative paths inside the tree (``fleet.ca_path`` resolves them against the fleet
+    file's directory), as tree paths; an absolute or ``~`` path names a file of this
+    device and is not exported. A fleet file that does not load gives none (lint says
+    why)."""
+    import posixpath
+
+    from reconciler.config import yamlload
+
+    path = tree / fleet_rel
+    if not path.is_file():
+        return []
+    doc, _ = yamlload.load(path, file=fleet_rel)
+    devices = doc.data.get("devices") if doc is not None and isinstance(doc.data, dict) \
+        else None
+    out = []
+    for device in devices if isinstance(devices, list) else ():
+        ca = device.get("caFile") if isinstance(device, dict) else None
+        if not isinstance(ca, str) or not ca or ca.startswith(("/", "~")):
+            continue
+        rel = posixpath.normpath(posixpath.join(posixpath.dirname(fleet_rel), ca))
+        if rel != ".." and not rel.startswith("../"):
+            out.append(rel)
+    return out
 
 
 def _write(dest: Path, prefix: str, files: Mapping[str, bytes]) -> None:

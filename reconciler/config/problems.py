@@ -70,7 +70,10 @@ RULES: dict[str, str] = {
                            "has no [etcd] to take their leases in",
     "owners-unpolled": "a monitor with failover owners (owners:) has a stream or push "
                        "source: only polls are admitted by the lease, so it never fires",
-    "bad-address": "a fleet device's address or [http] listen is not host:port (port 1-65535)",
+    "bad-address": "a fleet device's address is not host:port or http(s)://host[:port], or "
+                   "[http] listen is not host:port (port 1-65535)",
+    "ca-file": "a fleet device's caFile is missing, unreadable or holds no PEM certificate, "
+               "or is set for an address that is not https://",
     "bad-url": "a url does not parse (bad port, bad IPv6 literal, no host)",
     "system-modified": "a file in the pull-only system/ layer differs from what `monitors "
                        "system pull` recorded (move the change to monitors.d/ or an overlay)",

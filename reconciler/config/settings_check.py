@@ -13,7 +13,9 @@ per finding at the key's or value's ``line:col``, unknown keys with a did-you-me
   if it still parses to the same table (else every problem is at 1:1).
 * ``fleet_problems(path)``: the fleet file read with ``yamlload`` (positions,
   duplicate keys, YAML 1.1 surprises) against the fleet schema, plus device names
-  listed twice and addresses that are not ``host:port`` (``bad-address``).
+  listed twice, addresses that are neither ``host:port`` nor
+  ``http(s)://host[:port]`` (``bad-address``) and ``caFile`` values that cannot
+  verify a peer (``ca-file``).
   ``reconciler.fleet.load`` raises the first of them.
 * ``summary(problems)``: one line for commands that refuse an invalid file.
 
@@ -112,7 +114,9 @@ def read_fleet(path: Path) -> tuple[yamlload.Document | None, list[Problem]]:
     tags...; then no document; before them ``unsafe-permissions`` when another user could
     have written it, ``config.trust``), then the fleet schema (``schema``, ``unknown-field``),
     then a device listed twice (``duplicate-name``, at the second entry), then an
-    address that is not ``host:port`` with a port in 1-65535 (``bad-address``).
+    address that is not ``host:port`` or ``http(s)://host[:port]`` with a port in
+    1-65535 (``bad-address``), then a ``caFile`` that is missing, unreadable, holds no
+    PEM certificate or is set for an address that is not ``https://`` (``ca-file``).
     """
     if not path.is_file() and not path.is_symlink():
         return None, []
@@ -125,12 +129,14 @@ def read_fleet(path: Path) -> tuple[yamlload.Document | None, list[Problem]]:
     found += validate.check(doc, kind="fleet")
     found += _duplicate_devices(doc)
     found += _bad_addresses(doc)
+    found += _ca_files(doc, path)
     return doc, sorted(found)
 
 
 def _bad_addresses(doc: yamlload.Document) -> list[Problem]:
-    """``bad-address`` errors for device addresses that are not ``host:port`` with a
-    port in 1-65535 (``fleet.split_address``), at the address."""
+    """``bad-address`` errors for device addresses that are not ``host:port`` or
+    ``http(s)://host[:port]`` with a port in 1-65535 (``fleet.parse_address``), at the
+    address."""
     from reconciler import fleet
 
     devices = doc.data.get("devices")
@@ -140,11 +146,53 @@ def _bad_addresses(doc: yamlload.Document) -> list[Problem]:
         if not isinstance(address, str):
             continue  # the schema reports a wrong type
         try:
-            fleet.split_address(address)
+            fleet.parse_address(address)
         except ValueError as e:
             line, col = doc.position(("devices", i, "address"))
             out.append(P.error(doc.file, line, col, f"devices.{i}.address", str(e),
                                "bad-address"))
+    return out
+
+
+def _ca_files(doc: yamlload.Document, path: Path) -> list[Problem]:
+    """``ca-file`` errors at a device's ``caFile``: set beside an address that is not
+    ``https://`` (it would never be used: a forgotten scheme), or a file that the TLS
+    context cannot load (``fleetlink.check_ca_file``; the path resolved against the
+    fleet file's directory, ``fleet.ca_path``); ``unsafe-permissions`` when another
+    user could write a bundle that loads (``config.trust``). Loads ``ssl`` only when a
+    device has a ``caFile``."""
+    from reconciler import fleet
+
+    devices = doc.data.get("devices")
+    out: list[Problem] = []
+    for i, device in enumerate(devices if isinstance(devices, list) else ()):
+        ca = device.get("caFile") if isinstance(device, dict) else None
+        if not isinstance(ca, str) or not ca:
+            continue  # the schema reports a wrong type or an empty string
+        address, rule = device.get("address"), "ca-file"
+        try:
+            https = isinstance(address, str) and fleet.parse_address(address).tls
+        except ValueError:
+            continue  # bad-address says it
+        if not https:
+            why = (f"caFile is only used over TLS, but address {address!r} is plain "
+                   f"HTTP: write it as https://host:port" if isinstance(address, str)
+                   else "caFile is only used over TLS, and this device has no address")
+        else:
+            from reconciler import fleetlink
+
+            shown = fleet.ca_path(path, ca)
+            problem = fleetlink.check_ca_file(shown)
+            if problem is None:
+                # whoever can write the bundle can impersonate the peer and be sent its token
+                unsafe = trust.file_problem(shown, "CA file", root=path.parent.resolve())
+                if unsafe is None:
+                    continue
+                why, rule = unsafe, trust.RULE
+            else:
+                why = f"caFile {files.display(shown)}: {problem}"
+        line, col = doc.position(("devices", i, "caFile"))
+        out.append(P.error(doc.file, line, col, f"devices.{i}.caFile", why, rule))
     return out
 
 

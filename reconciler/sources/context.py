@@ -20,6 +20,8 @@ from reconciler.fleet import Fleet
 from reconciler.sources.workers import Workers
 
 if TYPE_CHECKING:
+    import ssl
+
     import httpx
 
     from reconciler.settings import Settings
@@ -74,6 +76,8 @@ class SourceContext:
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
     prepared: dict[str, dict[Any, Any]] = field(default_factory=dict, repr=False)
     _http: httpx.AsyncClient | None = field(default=None, repr=False)
+    _peer_http: dict[ssl.SSLContext, httpx.AsyncClient] = field(default_factory=dict,
+                                                                 repr=False)
 
     @classmethod
     def create(
@@ -121,11 +125,33 @@ class SourceContext:
                 follow_redirects=False, trust_env=False, timeout=None)
         return self._http
 
+    def peer_http(self, verify: ssl.SSLContext) -> httpx.AsyncClient:
+        """A client whose TLS connections are verified with ``verify`` (a fleet peer's
+        trust: ``fleetlink.Link.verify``), made on first use per context and closed by
+        ``aclose``; otherwise as ``http`` (no redirects, no proxy from the environment,
+        no timeout of its own). ``http`` keeps its own trust, so a peer's ``caFile``
+        never changes what ``poll-http`` monitors trust. ``fleetlink`` makes one
+        context per CA file version, so there are as many clients as CA files."""
+        made = self._peer_http.get(verify)  # by identity: SSLContext has no __eq__
+        if made is not None:
+            return made
+        import httpx
+
+        limits = httpx.Limits(max_connections=self.http_in_flight,
+                              max_keepalive_connections=self.http_in_flight)
+        client = httpx.AsyncClient(verify=verify, limits=limits, follow_redirects=False,
+                                   trust_env=False, timeout=None)
+        self._peer_http[verify] = client
+        return client
+
     async def aclose(self) -> None:
-        """Stop the HTTP workers and close the HTTP client (when one was made)."""
+        """Stop the HTTP workers and close the HTTP clients (those that were made)."""
         await self.http_workers.aclose()
         if self._http is not None:
             await self._http.aclose()
+        peers, self._peer_http = list(self._peer_http.values()), {}
+        for client in peers:
+            await client.aclose()
 
     def resolve(self, text: str) -> Path:
         """A source path as written (``file.path``, ``cwd``): ``~`` expanded, and a relative

@@ -1,15 +1,22 @@
 """``device``: a fleet device's reachability plus a headroom bucket.
 
-The device and its ``host:port`` address come from the fleet file. Each probe
-is ``GET http://<address>/healthz`` (the daemon's HTTP API, open without a
-token; ``server.health``) within ``timeout``. The observation is ``reachable``
-or ``unreachable`` (the TCP connection could not be made in time; a down device
+The device and its address come from the fleet file. Each probe is ``GET
+<origin>/healthz`` (the daemon's HTTP API, open without a token;
+``server.health``) within ``timeout``. The observation is ``reachable`` or
+``unreachable`` (the TCP connection could not be made in time; a down device
 is an observation, not a check error), then a second line
 ``headroom: ok|low|critical|unknown``. Headroom is the bucket the peer reports
 in its ``/healthz`` answer (disk free under its state directory and load per
 CPU); a peer that accepts the connection but does not answer API v1 JSON is
 reachable with headroom ``unknown`` (the reason in ``meta.error``). For this
 device the bucket is measured here.
+
+The origin and, for an ``https://`` address, the TLS context verifying the peer
+against its ``caFile`` (else the system trust store) come from
+``reconciler.fleetlink``, as for the fleet client; such a probe goes through
+``SourceContext.peer_http`` (a client per trust), so ``poll-http``'s trust is
+never changed. A peer whose certificate fails verification is a check error of
+kind ``tls`` naming the device and what to do, not ``unreachable``.
 """
 
 from __future__ import annotations
@@ -117,18 +124,6 @@ def headroom(path: Path) -> tuple[str, dict[str, float]]:
     return bucket, {"diskFree": round(free, 3), "loadPerCpu": round(load, 2)}
 
 
-def split_address(address: str) -> tuple[str, int]:
-    """``host:port`` (``[v6]:port`` too) -> (host, port): ``fleet.split_address``, which
-    lint uses too (rule ``bad-address``).
-
-    Raises:
-        ValueError: no host or port, or a port outside 1-65535.
-    """
-    from reconciler import fleet
-
-    return fleet.split_address(address)
-
-
 async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
     """Probe the device once.
 
@@ -148,19 +143,25 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
     if not device.address:
         raise errors.SourceError(f"device {name!r} has no address in the fleet file",
                                  kind="config", permanent=True)
+    from reconciler import fleetlink
+
     try:
-        host, port = split_address(device.address)
+        link = fleetlink.link(device, fleet_file=ctx.settings.fleet_file.name
+                              if ctx.settings is not None else "fleet.yaml")
     except ValueError as e:
         raise errors.SourceError(f"device {name!r}: {e}", kind="config", permanent=True) from e
+    try:  # a peer over https gets a client trusting its caFile; plain http the shared one
+        client = ctx.peer_http(link.verify()) if link.tls else ctx.http
+    except errors.ConfigError as e:  # the CA file went away since the fleet was read
+        raise errors.SourceError(str(e), kind="config") from None
     import httpx
 
     timeout = spec.timeout
     started = time.monotonic()
     meta: dict[str, object] = {"address": device.address}
-    shown = f"[{host}]" if ":" in host else host
     bucket = "unknown"
     try:
-        answer = await ctx.http.get(f"http://{shown}:{port}/healthz", timeout=timeout)
+        answer = await client.get(link.url("/healthz"), timeout=timeout)
         reach = "reachable"
         try:
             doc = answer.json()
@@ -171,18 +172,22 @@ async def observe(monitor: Monitor, ctx: SourceContext) -> Observation:
             bucket = str(doc["headroom"])
         else:
             meta["error"] = f"/healthz answered HTTP {answer.status_code}, not API v1 JSON"
-    except (httpx.ConnectError, httpx.ConnectTimeout) as e:
-        reach = "unreachable"
-        cause: BaseException = e
-        while (cause.__cause__ or cause.__context__) is not None:  # the OSError beneath
-            cause = cause.__cause__ or cause.__context__  # type: ignore[assignment]
-        meta["error"] = type(cause).__name__ + (f": {cause}" if str(cause) else "")
     except httpx.InvalidURL as e:
         raise errors.SourceError(f"device {name!r}: address {device.address!r}: {e}",
                                  kind="config", permanent=True) from None
-    except httpx.HTTPError as e:  # connected, then no HTTP answer (timeout, garbage)
-        reach = "reachable"
-        meta["error"] = type(e).__name__ + (f": {e}" if str(e) else "")
+    except httpx.HTTPError as e:
+        tls = fleetlink.failure(link, e)
+        if tls is not None and link.tls:  # connected, but the peer is not the one trusted
+            raise errors.SourceError(f"device {name!r}: {tls}", kind="tls") from None
+        if isinstance(e, httpx.ConnectError | httpx.ConnectTimeout):
+            reach = "unreachable"
+            cause: BaseException = e
+            while (cause.__cause__ or cause.__context__) is not None:  # the OSError beneath
+                cause = cause.__cause__ or cause.__context__  # type: ignore[assignment]
+            meta["error"] = type(cause).__name__ + (f": {cause}" if str(cause) else "")
+        else:  # connected, then no HTTP answer (timeout, garbage, TLS spoken to plain HTTP)
+            reach = "reachable"
+            meta["error"] = tls or type(e).__name__ + (f": {e}" if str(e) else "")
     meta["duration"] = round(time.monotonic() - started, 4)
     if ctx.device and name == ctx.device:
         state_dir = ctx.settings.state_dir if ctx.settings is not None else Path("/")

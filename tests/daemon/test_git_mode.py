@@ -366,3 +366,21 @@ def test_verify_signed_with_a_gpg_keyring(
     finally:
         subprocess.run(["gpgconf", "--kill", "all"], env=env, check=False,
                        capture_output=True, timeout=30)
+
+
+def test_a_fleet_files_ca_file_is_exported_with_the_commit(
+        repo: Repo, tmp_path: Path, daemons: Callable[..., Daemon]) -> None:
+    """``caFile`` is relative to the fleet file: in git mode that is the commit's tree,
+    so the bundle is read from the commit too (else the fleet file is refused)."""
+    from tests.helpers import self_signed
+
+    cert, _ = self_signed(tmp_path / "pki")
+    init(repo)
+    fleet = ("devices:\n  - name: test-box\n  - name: nas\n"
+             "    address: https://127.0.0.1:1\n    caFile: tls/fleet-ca.pem\n")
+    head = commit(repo, "a, fleet", {"monitors.d/a.yml": monitor("a"), "fleet.yaml": fleet,
+                                     "tls/fleet-ca.pem": cert.read_text()})
+    d = daemons().start()
+    wait_for(lambda: "a" in d.running(), what="a running", log=d.log)
+    exported = repo.state / "git-trees" / head
+    assert (exported / "tls" / "fleet-ca.pem").read_text() == cert.read_text()

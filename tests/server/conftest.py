@@ -8,6 +8,7 @@ address the daemon reports in ``status`` (``endpoints.http``).
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -62,6 +63,14 @@ class Peer(Daemon):
         return subprocess.run(self.argv(*args), capture_output=True, text=True,
                               timeout=timeout, cwd=self.repo.root,
                               env={**os.environ, "NO_COLOR": "1", **self.env})
+
+    def serve_tls(self, cert: Path, key: Path) -> None:
+        """Serve HTTPS with ``cert`` and ``key`` (``[http] certFile``/``keyFile``);
+        before ``start``."""
+        shutil.copy(cert, self.repo.root / "cert.pem")
+        shutil.copy(key, self.repo.root / "key.pem")
+        self.repo.write("monitors.toml", '[http]\ncertFile = "cert.pem"\nkeyFile = "key.pem"\n')
+        os.chmod(self.repo.root / "monitors.toml", 0o644)
 
     @property
     def address(self) -> str:

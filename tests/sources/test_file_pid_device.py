@@ -216,3 +216,46 @@ def test_registry_matches_schema_enum() -> None:
         "schemas/monitor.schema.json").read_text())
     enum = schema["properties"]["source"]["properties"]["type"]["enum"]
     assert sorted(enum) == sorted(str(k) for k in source_types.TYPES)
+
+
+def test_device_over_https_trusts_its_ca_file_and_poll_http_keeps_its_own_trust(
+        tmp_path: Path) -> None:
+    """A probe of an ``https://`` peer goes through a client trusting its ``caFile``;
+    ``poll-http`` on the same context still refuses the self-signed certificate, and a
+    peer without ``caFile`` is a ``tls`` check error naming the device."""
+    import ssl
+
+    from tests.helpers import http_server, reply, self_signed
+
+    cert, key = self_signed(tmp_path / "pki")
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert, key)
+    routes = {"/healthz": lambda h: reply(h, 200, b'{"apiVersion": "v1", "headroom": "low"}')}
+    with http_server(routes, tls=tls) as url:
+        fleet = Fleet((Device(DeviceName("beta"), url, ca_file=cert),
+                       Device(DeviceName("other"), url)), exists=True)
+
+        async def go() -> tuple[Observation, BaseException | None, BaseException | None]:
+            c = SourceContext.create(fleet=fleet)
+            try:
+                seen = await source_types.observe(
+                    monitor({"type": "device", "device": "beta"}), c)
+                errs: list[BaseException | None] = []
+                for spec in ({"type": "poll-http", "url": url + "/healthz", "interval": "1m"},
+                             {"type": "device", "device": "other"}):
+                    try:
+                        await source_types.observe(monitor(spec), c)
+                        errs.append(None)
+                    except errors.SourceError as e:
+                        errs.append(e)
+                return seen, errs[0], errs[1]
+            finally:
+                await c.aclose()
+
+        seen, poll_http, other = asyncio.run(go())
+    assert seen.text == "reachable\nheadroom: low"
+    assert isinstance(poll_http, errors.SourceError) and poll_http.kind == "tls"
+    assert str(other) == (
+        "tls: device 'other': certificate verify failed: self-signed certificate: set caFile "
+        "for device other in fleet.yaml to the PEM of the CA that signed its certificate "
+        "(or to that certificate if self-signed)")
