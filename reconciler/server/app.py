@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from aiohttp import web
 
 from reconciler import errors, redaction
-from reconciler.server import jobs, offload
+from reconciler.server import jobs, offload, sendout
 from reconciler.server.admission import Admission
 from reconciler.server.options import HttpOptions
 
@@ -128,6 +128,8 @@ class Context:
         (``server.admission``)."""
         self.offload = offload.Offload()
         """The helper process of the heavy views (``server.offload``)."""
+        self.sender = sendout.Sender()
+        """The thread writing large answers' bodies (``server.sendout``)."""
         self.uploads = asyncio.Semaphore(MAX_UPLOADS)
         """Request bodies read at once (``MAX_UPLOADS``), before their request's turn."""
         self._shared: dict[str, tuple[float, Any, float]] = {}  # key -> (at, value, cost)
@@ -241,14 +243,19 @@ def _guard(route: Route, options: HttpOptions) -> Handler:
                             return error(request, 413, f"request body over {limit} bytes")
                 async with ctx.admission.turn():
                     response = await route.handler(request)
-                    await response.prepare(request)
-                    writing = asyncio.ensure_future(response.write_eof())
-                    try:  # one step: the write, most of the cost, is in the turn ...
+                    writer = await response.prepare(request)
+                    writing = asyncio.ensure_future(  # a large body by the sender thread
+                        ctx.sender.write_eof(request, response, writer))
+                    try:  # one step: the write (or its hand-over) is in the turn ...
                         await asyncio.sleep(0)
                     except BaseException:
                         writing.cancel()
                         raise
-                await writing  # ... the wait for a slow client to read it is not
+                try:
+                    await writing  # ... the wait for a slow client to read it is not
+                except ConnectionError:  # the client went away: nothing more to say
+                    if request.transport is not None:
+                        request.transport.abort()
                 return response
         except TimeoutError:
             if response is not None and response.prepared:  # its status line went out:
@@ -397,3 +404,4 @@ class HttpServer:
                 await runner.cleanup()
             except Exception:
                 log.exception("http: closing the server failed")
+        self.ctx.sender.close()

@@ -1,0 +1,171 @@
+"""``server.sendout``: large answers' bodies are written by the sender thread, intact and
+in order on a keep-alive connection; small answers and TLS go out the usual way; a client leaving mid-answer costs nothing but its connection.
+
+In-process (the real aiohttp server on a loopback port, real HTTP clients)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import socket
+import ssl
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import httpx
+from aiohttp import web
+
+from reconciler import redaction
+from reconciler.server import app, sendout
+from reconciler.server.options import HttpOptions
+from tests.helpers import self_signed
+
+TOKEN = "test-token-0123456789abcdef"
+BIG = os.urandom(6 << 20)  # more than the kernel's socket buffers take at once
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+async def _big(request: web.Request) -> web.StreamResponse:
+    return web.Response(body=BIG, content_type="application/octet-stream")
+
+
+async def _small(request: web.Request) -> web.StreamResponse:
+    return app.context(request).json({"ok": True})
+
+
+def _server(tmp_path: Path | None = None) -> app.HttpServer:
+    daemon: Any = SimpleNamespace(redactor=redaction.Redactor(),
+                                  operations=SimpleNamespace(endpoints={}))
+    options = HttpOptions(listen="127.0.0.1:0")
+    if tmp_path is not None:
+        cert, key = self_signed(tmp_path)
+        options = HttpOptions(listen="127.0.0.1:0", cert_file=cert, key_file=key)
+    return app.HttpServer(daemon, options, TOKEN, routes=[
+        app.Route("GET", "/big", _big), app.Route("GET", "/small", _small)])
+
+
+def test_a_large_body_goes_by_the_thread_intact_and_in_order_on_one_connection() -> None:
+    async def go() -> None:
+        server = _server()
+        await server.start()
+        try:
+            limits = httpx.Limits(max_connections=1)  # one keep-alive connection
+            async with httpx.AsyncClient(base_url=str(server.url), headers=AUTH,
+                                         limits=limits, timeout=30) as client:
+                for path in ("/big", "/small", "/big", "/small"):
+                    answer = await client.get(path)
+                    assert answer.status_code == 200
+                    if path == "/big":
+                        assert hashlib.sha256(answer.content).digest() == \
+                            hashlib.sha256(BIG).digest()
+                        assert answer.headers["Content-Length"] == str(len(BIG))
+                    else:
+                        assert answer.json()["ok"] is True
+            assert server.ctx.sender.sent == 2  # the two large bodies, not the small ones
+        finally:
+            await server.close()
+
+    asyncio.run(go())
+
+
+def test_many_clients_get_their_large_answers_at_once_whatever_their_pace() -> None:
+    async def slow_reader(host: str, port: int) -> bytes:
+        reader, writer = await asyncio.open_connection(host, port, limit=1 << 16)
+        writer.write(f"GET /big HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                     f"Authorization: Bearer {TOKEN}\r\n\r\n".encode())
+        got = bytearray()
+        while chunk := await reader.read(1 << 16):
+            got += chunk
+            await asyncio.sleep(0.001)  # a slow reader beside fast ones
+        writer.close()
+        return bytes(got)
+
+    async def go() -> None:
+        server = _server()
+        await server.start()
+        try:
+            host, port = str(server.url).removeprefix("http://").rsplit(":", 1)
+            async with httpx.AsyncClient(base_url=str(server.url), headers=AUTH,
+                                         timeout=60) as client:
+                fast = [client.get("/big") for _ in range(6)]
+                slow = [slow_reader(host, int(port)) for _ in range(2)]
+                answers = await asyncio.gather(*fast, *slow)
+            for answer in answers[:6]:
+                assert isinstance(answer, httpx.Response) and answer.content == BIG
+            for raw in answers[6:]:
+                assert isinstance(raw, bytes) and raw.endswith(BIG)
+            assert server.ctx.sender.sent == 8
+        finally:
+            await server.close()
+
+    asyncio.run(go())
+
+
+def test_a_client_leaving_mid_answer_costs_its_connection_only(caplog: Any) -> None:
+    def fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    async def go() -> None:
+        server = _server()
+        await server.start()
+        try:
+            host, port = str(server.url).removeprefix("http://").rsplit(":", 1)
+            async with httpx.AsyncClient(base_url=str(server.url), headers=AUTH,
+                                         timeout=30) as client:  # the thread's own fds
+                assert (await client.get("/big")).content == BIG
+            before = fds()
+            for _ in range(5):
+                sock = socket.create_connection((host, int(port)))
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # the body
+                reader, writer = await asyncio.open_connection(sock=sock)  # cannot fit
+                writer.write(f"GET /big HTTP/1.1\r\nHost: x\r\n"
+                             f"Authorization: Bearer {TOKEN}\r\n\r\n".encode())
+                await reader.read(1 << 16)  # the answer has begun
+                writer.transport.abort()  # ... and the client is gone
+            async with httpx.AsyncClient(base_url=str(server.url), headers=AUTH,
+                                         timeout=30) as client:
+                assert (await client.get("/big")).content == BIG
+            for _ in range(200):  # the thread closes its duplicates (bounded wait)
+                if fds() <= before + 1:
+                    break
+                await asyncio.sleep(0.05)
+            assert fds() <= before + 1
+        finally:
+            await server.close()
+
+    asyncio.run(go())
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+
+
+def test_tls_answers_go_out_through_the_tls_transport(tmp_path: Path) -> None:
+    async def go() -> None:
+        server = _server(tmp_path)
+        await server.start()
+        try:
+            verify = ssl.create_default_context(cafile=str(tmp_path / "cert.pem"))
+            async with httpx.AsyncClient(base_url=str(server.url), headers=AUTH,
+                                         verify=verify, timeout=30) as client:
+                assert (await client.get("/big")).content == BIG
+            assert server.ctx.sender.sent == 0
+        finally:
+            await server.close()
+
+    asyncio.run(go())
+
+
+def test_the_thread_stops_with_the_server() -> None:
+    async def go() -> sendout.Sender:
+        server = _server()
+        await server.start()
+        async with httpx.AsyncClient(base_url=str(server.url), headers=AUTH,
+                                     timeout=30) as client:
+            assert (await client.get("/big")).status_code == 200
+        await server.close()
+        return server.ctx.sender
+
+    sender = asyncio.run(go())
+    assert sender.sent == 1
+    assert not [t for t in threading.enumerate() if t.name == "monitors:http-sender"]
