@@ -75,7 +75,12 @@ def command(ctx: click.Context, once: bool, wait: float, resync: float | None,
             daemon.also("demo", lambda: demo_mod.tick(cfg.root))
         if not once:
             _serve_http(daemon, cfg)
-        daemon.on_ready = report.ready
+        def ready() -> None:
+            if not once:
+                daemon_options.settle_heap()
+            report.ready()
+
+        daemon.on_ready = ready
         rc = daemon.run()
     except errors.MonitorsError as e:
         report.failed(str(e))  # `apply` relays it, even when daemon.log cannot take it

@@ -10,11 +10,12 @@ loop is answering starts late. Two limits keep requests from pushing polls back:
   clients is then answered a few at a time, not in one long turn of the loop. A turn
   ends when the answer is handed to the connection (``server.app``), not when the
   client has read it: clients that read slowly, or never, hold no turn.
-* **share**: a token bucket of loop seconds. The bucket is charged the event loop
-  thread's CPU time (``time.thread_time``: user and system, so the kernel's copy of
-  a large answer counts) spent while at least one request is in its turn (from
-  admission to its answer handed to the connection: an upper bound of what requests
-  take of the loop, whatever the overlap), and refills at ``LOOP_SHARE`` seconds per
+* **share**: a token bucket of CPU seconds. The bucket is charged the event loop
+  thread's CPU time (``time.thread_time``: user and system) spent while at least one
+  request is in its turn (from admission to its answer handed to the connection: an
+  upper bound of what requests take of the loop, whatever the overlap), plus all the
+  CPU time of the thread that writes large answers out (``server.sendout``: the
+  kernel's copy of an answer counts), and refills at ``LOOP_SHARE`` seconds per
   second of wall time up to ``BURST`` seconds.
   A request finding the bucket empty waits, holding its slot, until it refills.
   Sustained load is thus served at about ``LOOP_SHARE`` of the loop; the rest stays
@@ -54,6 +55,9 @@ class Admission:
         clock: ``daemon.clock`` (``monotonic`` and ``sleep``); a fake one in tests.
         cpu: the loop thread's CPU seconds (``time.thread_time``; in tests, the fake
             clock's ``monotonic``: every second on the loop's CPU).
+        also: CPU seconds spent for requests by other threads, cumulative (the sender
+            thread of ``server.sendout``); charged whether or not a request is in its
+            turn (that thread works after the turn). Default: none.
 
     Attributes:
         waited: how many requests waited for the budget to refill (a count).
@@ -61,7 +65,8 @@ class Admission:
 
     def __init__(self, slots: int = MAX_ACTIVE, share: float = LOOP_SHARE,
                  burst: float = BURST, *, clock: clock_mod.Clock = clock_mod.REAL,
-                 cpu: Callable[[], float] = time.thread_time) -> None:
+                 cpu: Callable[[], float] = time.thread_time,
+                 also: Callable[[], float] = lambda: 0.0) -> None:
         if slots < 1 or not 0 < share <= 1 or burst < 0:
             raise ValueError(f"admission: slots {slots}, share {share}, burst {burst}")
         self._slots = asyncio.Semaphore(slots)
@@ -70,18 +75,20 @@ class Admission:
         self._clock = clock
         self._tokens = burst
         self._cpu = cpu
+        self._also = also
         self._at = clock.monotonic()
         self._cpu_at = cpu()
+        self._also_at = also()
         self._active = 0
         self.waited = 0
 
     def _account(self) -> None:
         """Charge the loop's CPU time since the last account if a request was in its
         turn, and refill at ``share`` per second up to ``burst``."""
-        now, cpu = self._clock.monotonic(), self._cpu()
-        spent = cpu - self._cpu_at if self._active else 0.0
+        now, cpu, also = self._clock.monotonic(), self._cpu(), self._also()
+        spent = (cpu - self._cpu_at if self._active else 0.0) + (also - self._also_at)
         self._tokens = min(self._burst, self._tokens + (now - self._at) * self._share - spent)
-        self._at, self._cpu_at = now, cpu
+        self._at, self._cpu_at, self._also_at = now, cpu, also
 
     @contextlib.asynccontextmanager
     async def turn(self) -> AsyncIterator[None]:

@@ -123,13 +123,13 @@ class Context:
         self.parts: dict[str, Any] = {}
         """What route modules keep for the server's life, by module (``server.hooks``'s
         receiver)."""
-        self.admission = Admission()
-        """Slots and loop-time budget of the requests that wait their turn
-        (``server.admission``)."""
-        self.offload = offload.Offload()
-        """The helper process of the heavy views (``server.offload``)."""
         self.sender = sendout.Sender()
         """The thread writing large answers' bodies (``server.sendout``)."""
+        self.admission = Admission(also=lambda: self.sender.cpu)
+        """Slots and loop-time budget of the requests that wait their turn
+        (``server.admission``), the sender thread's CPU included."""
+        self.offload = offload.Offload()
+        """The helper process of the heavy views (``server.offload``)."""
         self.uploads = asyncio.Semaphore(MAX_UPLOADS)
         """Request bodies read at once (``MAX_UPLOADS``), before their request's turn."""
         self._shared: dict[str, tuple[float, Any, float]] = {}  # key -> (at, value, cost)

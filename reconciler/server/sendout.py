@@ -29,6 +29,7 @@ import contextlib
 import os
 import selectors
 import threading
+import time
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -70,6 +71,9 @@ class Sender:
         self._stopping = False
         self.sent = 0
         """Bodies the thread wrote in full (a count; tests)."""
+        self.cpu = 0.0
+        """Seconds of CPU the thread has used (``time.thread_time`` of the thread, as of
+        its last round): ``server.admission`` charges it to the HTTP budget."""
 
     async def write_eof(self, request: web.BaseRequest, response: web.StreamResponse,
                         writer: AbstractStreamWriter | None) -> None:
@@ -160,6 +164,7 @@ class Sender:
                     self._write(selector, job)
                 for job in [j for j in self._jobs if j.cancelled]:
                     self._finish(selector, job, None)
+                self.cpu = time.thread_time()
             while self._incoming:
                 self._jobs.add(self._incoming.popleft())
             for job in list(self._jobs):

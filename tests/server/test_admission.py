@@ -228,3 +228,30 @@ def test_a_timeout_while_the_answer_goes_out_drops_the_connection_without_a_seco
     assert received.startswith(b"HTTP/1.1 200")
     assert received.count(b"HTTP/1.1 ") == 1 and b"503" not in received[:200]
     assert len(received) < len(big)  # dropped, not finished
+
+
+def test_cpu_spent_for_requests_by_another_thread_is_charged_too() -> None:
+    """The sender thread (``server.sendout``) writes answers after their turn: its CPU
+    time is charged to the budget all the same, turn or not."""
+    clock = FakeClock()
+
+    async def go() -> float:
+        sender_cpu = {"s": 0.0}
+        gate = Admission(slots=1, share=0.5, burst=0.1, clock=clock, cpu=lambda: 0.0,
+                         also=lambda: sender_cpu["s"])
+        sender_cpu["s"] += 0.6  # outside any turn: the 0.1 of burst, and 0.5 owed
+        admitted: list[float] = []
+
+        async def request() -> None:
+            async with gate.turn():
+                admitted.append(clock.now)
+
+        started = clock.now
+        task = asyncio.ensure_future(request())
+        for _ in range(300):  # virtual time; bounded
+            await clock.advance(0.01)
+            if task.done():
+                break
+        return admitted[0] - started
+
+    assert asyncio.run(go()) == pytest.approx(1.0, abs=0.011)  # 0.5 owed at 0.5 per s

@@ -1,5 +1,6 @@
 """``server.sendout``: large answers' bodies are written by the sender thread, intact and
-in order on a keep-alive connection; small answers and TLS go out the usual way; a client leaving mid-answer costs nothing but its connection.
+in order on a keep-alive connection; small answers and TLS go out the usual way; a
+client leaving mid-answer costs nothing but its connection.
 
 In-process (the real aiohttp server on a loopback port, real HTTP clients)."""
 
