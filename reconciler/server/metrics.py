@@ -51,11 +51,10 @@ class StateCollector(Collector):
         daemon = self.daemon
         reg = daemon.registry
         parts = daemon.parts
-        parked = parts.engine.parked if parts is not None else {}
-        for name in reg.entries:
-            live = parts.store.liveness(name) if parts is not None else None
-            failing = name in parked or bool(live and live.get("consecutiveErrors"))
-            counts["error" if failing else "running"] += 1
+        failing = (parts.store.failing().union(parts.engine.parked)
+                   if parts is not None else set())
+        counts["error"] = len(failing.intersection(reg.entries))
+        counts["running"] = len(reg.entries) - counts["error"]
         counts["held"] = len(reg.held)
         plan = daemon.reconciler.last.plan
         if plan is not None:

@@ -176,6 +176,14 @@ class LivenessLog(StoreBase):
                 else self._aggregate().get(name)
         return cast(records.Liveness | None, newest(own, other))
 
+    def failing(self) -> set[str]:
+        """Names whose last checks failed (``consecutiveErrors`` > 0), among the monitors
+        checked or asked about (``last_check``) since this process started: in memory,
+        no copy and no read (``/metrics`` counts monitors by state with it)."""
+        with self._lock:
+            return {name for name, live in self._liveness.items()
+                    if live["consecutiveErrors"]}
+
     # -- counting -------------------------------------------------------------
 
     def last_check(self, name: str) -> tuple[float | None, str | None]:

@@ -241,3 +241,14 @@ def test_stalled_only_when_enabled_and_owned() -> None:
     m2 = monitor({"type": "poll", "command": "true", "interval": "30s"})
     view = store_mod.liveness_view({"lastCheckedAt": 0.0, "checkCount": 1}, m2, 1e6, owned=False)
     assert not view["stalled"]
+
+
+def test_failing_names_the_monitors_whose_last_checks_failed(tmp_path: Path) -> None:
+    s = store_mod.Store(tmp_path)
+    s.record_check("ok", ok=True, error=None, at=1.0)
+    s.record_check("down", ok=False, error="exit 1", at=1.0)
+    s.record_check("back", ok=False, error="exit 1", at=1.0)
+    s.record_check("back", ok=True, error=None, at=2.0)
+    assert s.failing() == {"down"}
+    s.record_check("down", ok=True, error=None, at=3.0)
+    assert s.failing() == set()
