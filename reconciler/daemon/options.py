@@ -122,9 +122,12 @@ def settle_heap() -> None:
     started that late. What the daemon builds at start (its modules, monitors,
     evaluators, schemas) lives until it stops; frozen, a full collection walks only
     what was allocated since. Objects made later (monitors added by a reconcile,
-    requests) are collected as before. Memory is unchanged: nothing frozen was
-    garbage, the collection just before made sure of it. The pattern is CPython's
-    documented use of ``gc.freeze`` for long-lived processes."""
+    requests) are collected as before. Nothing frozen was garbage (the collection just
+    before made sure of it); a frozen object that later becomes part of a garbage cycle
+    (say, part of the first reconcile's state, once replaced) is kept: at most what was
+    alive at the ready line, once. The collection itself takes about as long as one
+    full collection (about 0.1 s with 1,000 monitors), once, at start. The pattern is
+    CPython's documented use of ``gc.freeze`` for long-lived processes."""
     gc.collect()
     gc.freeze()
 
