@@ -326,3 +326,36 @@ def test_closing_the_server_with_bodies_in_flight_ends_them_without_leaks() -> N
     assert took < 5
     assert not [t for t in threading.enumerate() if t.name == "monitors:http-sender"]
     assert _fds() <= before
+
+
+def test_a_closed_sender_writes_no_descriptor_and_starts_no_thread() -> None:
+    # A wait cancelled after close (its wake-up), or a body handed over once the
+    # server stopped: the wake-up pipe's numbers may belong to another file by then.
+    async def go() -> None:
+        sender = sendout.Sender()
+        left, right = socket.socketpair()
+        try:
+            await sender._send(left.fileno(), b"x" * sendout.THRESHOLD)
+            assert right.recv(1 << 20)
+            sender.close()
+            r, w = os.pipe()  # the lowest free numbers: the wake-up pipe's, reused
+            os.set_blocking(r, False)
+            try:
+                sender._wake()
+                with contextlib.suppress(BlockingIOError):
+                    assert os.read(r, 16) == b"", "wrote into a descriptor it had closed"
+            finally:
+                os.close(r)
+                os.close(w)
+            fds = _fds()
+            try:
+                await sender._send(left.fileno(), b"x" * sendout.THRESHOLD)
+            except ConnectionResetError:
+                pass
+            assert not [t for t in threading.enumerate() if t.name == "monitors:http-sender"]
+            assert _fds() == fds
+        finally:
+            left.close()
+            right.close()
+
+    asyncio.run(go())
