@@ -19,6 +19,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import httpx
+import pytest
 from aiohttp import web
 
 from reconciler import redaction
@@ -348,10 +349,8 @@ def test_a_closed_sender_writes_no_descriptor_and_starts_no_thread() -> None:
                 os.close(r)
                 os.close(w)
             fds = _fds()
-            try:
+            with pytest.raises(ConnectionResetError):
                 await sender._send(left.fileno(), b"x" * sendout.THRESHOLD)
-            except ConnectionResetError:
-                pass
             assert not [t for t in threading.enumerate() if t.name == "monitors:http-sender"]
             assert _fds() == fds
         finally:
