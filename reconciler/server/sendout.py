@@ -82,7 +82,9 @@ class Sender:
     async def write_eof(self, request: web.BaseRequest, response: web.StreamResponse,
                         writer: AbstractStreamWriter | None) -> None:
         """End ``response`` (prepared; ``writer`` is what its ``prepare`` returned): its
-        body by the thread when eligible, else ``response.write_eof()``.
+        body by the thread when eligible (``bytes`` of at least ``THRESHOLD``, plain TCP,
+        sent as it is: no HEAD, compression or chunked encoding), else
+        ``response.write_eof()``.
 
         Raises:
             ConnectionError: the client went away during the write.
@@ -92,7 +94,8 @@ class Sender:
         sock = transport.get_extra_info("socket") if transport is not None else None
         if (not isinstance(body, bytes) or len(body) < THRESHOLD or sock is None
                 or transport is None or transport.get_extra_info("sslcontext") is not None
-                or request.method == "HEAD" or response.compression
+                or request.method == "HEAD" or response.compression or response.chunked
+                or response.content_length != len(body)  # the body goes out as it is
                 or writer is None or self._stopping):
             await response.write_eof()
             return

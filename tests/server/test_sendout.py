@@ -183,10 +183,16 @@ def _options_server(**options: Any) -> app.HttpServer:
         return web.Response(body=BIG[:int(request.match_info["n"])],
                             content_type="application/octet-stream")
 
+    async def chunked(request: web.Request) -> web.StreamResponse:
+        answer = web.Response(body=BIG, content_type="application/octet-stream")
+        answer.enable_chunked_encoding()
+        return answer
+
     return app.HttpServer(daemon, HttpOptions(listen="127.0.0.1:0", **options), TOKEN,
                           routes=[app.Route("GET", "/big", _big),
                                   app.Route("GET", "/small", _small),
-                                  app.Route("GET", "/sized/{n}", sized)])
+                                  app.Route("GET", "/sized/{n}", sized),
+                                  app.Route("GET", "/chunked", chunked)])
 
 
 def _request(path: str, *, close: bool = False) -> bytes:
@@ -255,6 +261,26 @@ def test_a_body_at_the_threshold_goes_by_the_thread_and_one_below_does_not() -> 
             assert answers[1][1] == BIG[:sendout.THRESHOLD]
             assert b'"ok": true' in answers[2][1]
             assert server.ctx.sender.sent == 1  # the one at the threshold only
+        finally:
+            await server.close()
+
+    asyncio.run(go())
+
+
+def test_a_chunked_answer_goes_out_chunked_by_aiohttp() -> None:
+    # The thread writes a body as it is: behind chunked headers the client read the
+    # body's first bytes as a chunk size ("illegal chunk header").
+    async def go() -> None:
+        server = _options_server()
+        await server.start()
+        try:
+            async with httpx.AsyncClient(base_url=str(server.url), headers=AUTH,
+                                         timeout=30) as client:
+                answer = await client.get("/chunked")
+                assert answer.headers["Transfer-Encoding"] == "chunked"
+                assert answer.content == BIG
+                assert (await client.get("/small")).json()["ok"] is True
+            assert server.ctx.sender.sent == 0
         finally:
             await server.close()
 
