@@ -184,7 +184,14 @@ class _Collector:
     """Every family of this module, from the counts the hooks keep."""
 
     def collect(self) -> Iterator[Metric]:
-        """The families (read on the scraping thread; the counts are copied first)."""
+        """The families (read on the scraping thread; the counts are copied first).
+
+        Each dict is copied with ``dict.copy``, which allocates once and then copies in
+        C, never ``list(d.items())``: that allocates an item per series, and an
+        allocation can run the garbage collector, whose finalizers are Python code
+        during which the loop thread may take the interpreter lock and add a series
+        (a first poll): "dictionary changed size during iteration", a 500.
+        """
         from prometheus_client.core import (
             CounterMetricFamily,
             GaugeMetricFamily,
@@ -194,7 +201,7 @@ class _Collector:
         for counter in _COUNTERS:
             family = CounterMetricFamily(counter.name, counter.documentation,
                                          labels=counter.labels)
-            for labels, value in list(counter.values.items()):
+            for labels, value in counter.values.copy().items():
                 family.add_metric(list(labels), value)
             yield family
         yield _DISPATCH_LATENCY.family("monitors_dispatch_latency_seconds",
@@ -203,7 +210,7 @@ class _Collector:
                                          "Seconds one reconcile took (load, plan, apply).")
         for gauge in _GAUGES:
             g = GaugeMetricFamily(gauge.name, gauge.documentation, labels=gauge.labels)
-            for labels, value in list(gauge.values.items()):
+            for labels, value in gauge.values.copy().items():
                 g.add_metric(list(labels), value)
             yield g
         info = InfoMetricFamily("monitors_build", "The monitors version this daemon runs.")
@@ -211,7 +218,7 @@ class _Collector:
         yield info
         polls = CounterMetricFamily("monitors_polls", "Checks of a monitor's source, by "
                                     "monitor and source kind.", labels=["monitor", "kind"])
-        for (monitor, kind), count in list(_kinds.items()):
+        for (monitor, kind), count in _kinds.copy().items():
             polls.add_metric([monitor, kind], count[0])
         yield polls
         yield _POLL_LATENESS.family("monitors_poll_lateness_seconds",
@@ -316,8 +323,8 @@ def forget(monitors: Collection[str]) -> None:
     zero, as after a restart.
 
     Called on the event loop thread, as the hooks are. A scrape renders in a worker
-    thread meanwhile (``server.metrics``): ``_Collector`` copies each dict (``list(d.
-    items())``, one C call under the interpreter lock) before reading it, and this only
+    thread meanwhile (``server.metrics``): ``_Collector`` copies each dict (``d.copy()``,
+    which runs no Python code once it started) before reading it, and this only
     deletes keys in place, so the scrape sees each family before or after, never a dict
     changing under its iteration.
     """

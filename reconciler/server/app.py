@@ -34,8 +34,11 @@ no secret value is ever answered.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import socket
 import ssl
+import struct
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -209,6 +212,25 @@ def error(request: web.Request, status: int, message: str,
     return context(request).json({"error": message}, status=status, headers=headers)
 
 
+_RESET = struct.pack("ii", 1, 0)
+"""``struct linger {l_onoff = 1, l_linger = 0}``: ``close(2)`` resets the connection
+and discards what the kernel has not sent (socket(7), SO_LINGER)."""
+
+
+def drop(request: web.BaseRequest) -> None:
+    """Drop ``request``'s connection at once, by a reset: a plain close would leave what
+    the kernel's send buffer holds for a client that stopped reading (megabytes on
+    loopback) to trickle out to it for minutes, on a socket no longer ours."""
+    transport = request.transport
+    if transport is None:
+        return
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):  # closed meanwhile
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _RESET)
+    transport.abort()
+
+
 def _guard(route: Route, options: HttpOptions) -> Handler:
     limit = route.max_body if route.max_body is not None else options.max_body
 
@@ -254,13 +276,11 @@ def _guard(route: Route, options: HttpOptions) -> Handler:
                 try:
                     await writing  # ... the wait for a slow client to read it is not
                 except ConnectionError:  # the client went away: nothing more to say
-                    if request.transport is not None:
-                        request.transport.abort()
+                    drop(request)
                 return response
         except TimeoutError:
             if response is not None and response.prepared:  # its status line went out:
-                if request.transport is not None:  # a second answer would corrupt the
-                    request.transport.abort()  # stream, so the connection is dropped
+                drop(request)  # a second answer would corrupt the stream
                 return response
             return error(request, 503, f"request took longer than {options.timeout:g}s")
 

@@ -38,6 +38,10 @@ from aiohttp.abc import AbstractStreamWriter
 THRESHOLD = 64 * 1024
 """Bytes from which a body is written by the thread (below, the hop costs more than
 the copy)."""
+HEADERS_WAIT_MAX = 0.05
+"""Seconds between checks, at most, that an answer's headers left (from 1 ms,
+doubling): a client that does not read (pipelined requests) would otherwise wake the
+loop every millisecond until ``requestTimeout``."""
 CHUNK = 1 << 20
 """Bytes given to one ``write(2)`` at most (the kernel takes what its buffer holds)."""
 
@@ -78,7 +82,9 @@ class Sender:
     async def write_eof(self, request: web.BaseRequest, response: web.StreamResponse,
                         writer: AbstractStreamWriter | None) -> None:
         """End ``response`` (prepared; ``writer`` is what its ``prepare`` returned): its
-        body by the thread when eligible, else ``response.write_eof()``.
+        body by the thread when eligible (``bytes`` of at least ``THRESHOLD``, plain TCP,
+        sent as it is: no HEAD, compression or chunked encoding), else
+        ``response.write_eof()``.
 
         Raises:
             ConnectionError: the client went away during the write.
@@ -88,21 +94,26 @@ class Sender:
         sock = transport.get_extra_info("socket") if transport is not None else None
         if (not isinstance(body, bytes) or len(body) < THRESHOLD or sock is None
                 or transport is None or transport.get_extra_info("sslcontext") is not None
-                or request.method == "HEAD" or response.compression
+                or request.method == "HEAD" or response.compression or response.chunked
+                or response.content_length != len(body)  # the body goes out as it is
                 or writer is None or self._stopping):
             await response.write_eof()
             return
         writer.send_headers()
+        pause = 0.001
         while transport.get_write_buffer_size():  # the headers leave before the body
             if transport.is_closing():
                 raise ConnectionResetError("the client closed the connection")
-            await asyncio.sleep(0.001)
+            await asyncio.sleep(pause)  # backing off: a client not reading can take
+            pause = min(pause * 2, HEADERS_WAIT_MAX)  # until requestTimeout
         if transport.is_closing():
             raise ConnectionResetError("the client closed the connection")
         await self._send(sock.fileno(), body)
         await web.StreamResponse.write_eof(response)  # the body is out: only the end
 
     async def _send(self, fd: int, body: bytes) -> None:
+        if self._stopping:  # closed while the headers went out: no thread to start
+            raise ConnectionResetError("the server is stopping")
         loop = asyncio.get_running_loop()
         job = _Job(os.dup(fd), memoryview(body), loop, loop.create_future())
         self._start()
@@ -126,6 +137,8 @@ class Sender:
         self._thread.start()
 
     def _wake(self) -> None:
+        if self._wake_w < 0:  # closed: its number may be another file's by now
+            return
         with contextlib.suppress(BlockingIOError):  # a wake-up is pending already
             os.write(self._wake_w, b"\0")
 
@@ -141,6 +154,7 @@ class Sender:
         if not thread.is_alive():
             for fd in (self._wake_r, self._wake_w):
                 os.close(fd)
+            self._wake_r = self._wake_w = -1
 
     # -- the thread -------------------------------------------------------------
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import itertools
 import sys
 import threading
 
@@ -120,3 +122,39 @@ def test_forget_while_a_scrape_renders_in_another_thread() -> None:
         sys.setswitchinterval(interval)
     assert not failures, repr(failures[0])
     assert not any(name.startswith("race-") for _, labels in samples() for _, name in labels)
+
+
+def test_a_scrape_survives_a_series_added_while_it_copies_a_family() -> None:
+    # The scrape's copy of a family's dict allocates an object per series; with the
+    # collector due, CPython 3.11 collects right there, and the finalizers it runs
+    # (asyncio's weak task set, __del__) are Python code during which the loop thread can
+    # take the interpreter lock and add a series (the first polls of 1,000 monitors while
+    # /metrics was scraped: one 500 "RuntimeError", dictionary changed size during
+    # iteration). A finalizer adding a series at every collection stands for that thread.
+    grown = itertools.count()
+    stop = False
+
+    class Adds:
+        def __init__(self) -> None:
+            self.me = self  # a cycle: only the collector frees it
+
+        def __del__(self) -> None:
+            if not stop:
+                metrics.polled(f"gc-grow-{next(grown)}", "file", 0.0)
+                metrics.check_failed(f"gc-grow-{next(grown)}", "exit")
+                Adds()  # garbage again: the next collection adds another
+
+    for i in range(50):
+        feed(f"gc-base-{i}")
+    threshold = gc.get_threshold()
+    gc.set_threshold(1)
+    try:
+        Adds()
+        text = generate_latest(metrics.registry()).decode()
+    finally:
+        stop = True
+        gc.set_threshold(*threshold)
+        gc.collect()
+    assert 'monitor="gc-base-49"' in text
+    metrics.forget([f"gc-grow-{i}" for i in range(next(grown))]
+                   + [f"gc-base-{i}" for i in range(50)])

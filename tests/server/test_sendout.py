@@ -7,16 +7,19 @@ In-process (the real aiohttp server on a loopback port, real HTTP clients)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 import socket
 import ssl
 import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import httpx
+import pytest
 from aiohttp import web
 
 from reconciler import redaction
@@ -170,3 +173,214 @@ def test_the_thread_stops_with_the_server() -> None:
     sender = asyncio.run(go())
     assert sender.sent == 1
     assert not [t for t in threading.enumerate() if t.name == "monitors:http-sender"]
+
+
+def _options_server(**options: Any) -> app.HttpServer:
+    daemon: Any = SimpleNamespace(redactor=redaction.Redactor(),
+                                  operations=SimpleNamespace(endpoints={}))
+
+    async def sized(request: web.Request) -> web.StreamResponse:
+        return web.Response(body=BIG[:int(request.match_info["n"])],
+                            content_type="application/octet-stream")
+
+    async def chunked(request: web.Request) -> web.StreamResponse:
+        answer = web.Response(body=BIG, content_type="application/octet-stream")
+        answer.enable_chunked_encoding()
+        return answer
+
+    return app.HttpServer(daemon, HttpOptions(listen="127.0.0.1:0", **options), TOKEN,
+                          routes=[app.Route("GET", "/big", _big),
+                                  app.Route("GET", "/small", _small),
+                                  app.Route("GET", "/sized/{n}", sized),
+                                  app.Route("GET", "/chunked", chunked)])
+
+
+def _request(path: str, *, close: bool = False) -> bytes:
+    return (f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+            + ("Connection: close\r\n" if close else "") + "\r\n").encode()
+
+
+def _answers(raw: bytes) -> list[tuple[int, bytes]]:
+    """(status, body) of each HTTP/1.1 answer in ``raw``, in order (Content-Length)."""
+    found = []
+    while raw:
+        head, _, rest = raw.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        length = int(next(v for k, _, v in (line.partition(": ") for line in lines[1:])
+                          if k.lower() == "content-length"))
+        found.append((int(lines[0].split()[1]), rest[:length]))
+        raw = rest[length:]
+    return found
+
+
+def _address(server: app.HttpServer) -> tuple[str, int]:
+    host, port = str(server.url).removeprefix("http://").rsplit(":", 1)
+    return host, int(port)
+
+
+def _fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_pipelined_requests_in_one_packet_are_answered_in_order() -> None:
+    async def go() -> None:
+        server = _options_server()
+        await server.start()
+        try:
+            reader, writer = await asyncio.open_connection(*_address(server))
+            writer.write(_request("/big") + _request("/small") + _request("/big")
+                         + _request("/small", close=True))  # one write: one packet
+            raw = await reader.read(-1)
+            writer.close()
+            answers = _answers(raw)
+            assert [status for status, _ in answers] == [200, 200, 200, 200]
+            assert answers[0][1] == BIG and answers[2][1] == BIG
+            assert b'"ok": true' in answers[1][1] and b'"ok": true' in answers[3][1]
+            assert server.ctx.sender.sent == 2
+        finally:
+            await server.close()
+
+    asyncio.run(go())
+
+
+def test_a_body_at_the_threshold_goes_by_the_thread_and_one_below_does_not() -> None:
+    async def go() -> None:
+        server = _options_server()
+        await server.start()
+        try:
+            reader, writer = await asyncio.open_connection(*_address(server))
+            writer.write(_request(f"/sized/{sendout.THRESHOLD - 1}")
+                         + _request(f"/sized/{sendout.THRESHOLD}")
+                         + _request("/small", close=True))
+            raw = await reader.read(-1)
+            writer.close()
+            answers = _answers(raw)
+            assert [(status, len(body)) for status, body in answers[:2]] == \
+                [(200, sendout.THRESHOLD - 1), (200, sendout.THRESHOLD)]
+            assert answers[0][1] == BIG[:sendout.THRESHOLD - 1]
+            assert answers[1][1] == BIG[:sendout.THRESHOLD]
+            assert b'"ok": true' in answers[2][1]
+            assert server.ctx.sender.sent == 1  # the one at the threshold only
+        finally:
+            await server.close()
+
+    asyncio.run(go())
+
+
+def test_a_chunked_answer_goes_out_chunked_by_aiohttp() -> None:
+    # The thread writes a body as it is: behind chunked headers the client read the
+    # body's first bytes as a chunk size ("illegal chunk header").
+    async def go() -> None:
+        server = _options_server()
+        await server.start()
+        try:
+            async with httpx.AsyncClient(base_url=str(server.url), headers=AUTH,
+                                         timeout=30) as client:
+                answer = await client.get("/chunked")
+                assert answer.headers["Transfer-Encoding"] == "chunked"
+                assert answer.content == BIG
+                assert (await client.get("/small")).json()["ok"] is True
+            assert server.ctx.sender.sent == 0
+        finally:
+            await server.close()
+
+    asyncio.run(go())
+
+
+def test_a_client_that_never_reads_is_dropped_at_the_timeout_with_no_second_answer() -> None:
+    # Dropped means reset: closed plainly, the megabytes the kernel held for the client
+    # trickled out to it for about 100 s after the timeout.
+    async def go() -> None:
+        server = _options_server(timeout=1.0)
+        await server.start()
+        try:
+            async with httpx.AsyncClient(base_url=str(server.url), headers=AUTH,
+                                         timeout=30) as client:  # the thread's own fds
+                assert (await client.get("/big")).content == BIG
+            before = _fds()
+            sock = socket.create_connection(_address(server))
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            # pipelined: the second answer would follow the first's body
+            sock.sendall(_request("/big") + _request("/big"))
+            await asyncio.sleep(2.5)  # past requestTimeout, reading nothing
+            sock.setblocking(False)
+            loop = asyncio.get_running_loop()
+            raw = bytearray()
+            started = time.monotonic()
+            with contextlib.suppress(ConnectionResetError):
+                while chunk := await asyncio.wait_for(loop.sock_recv(sock, 1 << 20), 30):
+                    raw += chunk
+            took = time.monotonic() - started
+            sock.close()
+            assert took < 5, f"the connection ended {took:.0f} s after the timeout"
+            assert raw.count(b"HTTP/1.1 ") <= 1 and b" 503 " not in raw, raw[:200]
+            assert len(raw) < len(BIG)
+            for _ in range(100):
+                if _fds() <= before:
+                    break
+                await asyncio.sleep(0.05)
+            assert _fds() <= before
+        finally:
+            await server.close()
+
+    asyncio.run(go())
+
+
+def test_closing_the_server_with_bodies_in_flight_ends_them_without_leaks() -> None:
+    async def go() -> tuple[int, int]:
+        before = _fds()
+        server = _options_server(timeout=30.0)
+        await server.start()
+        socks = []
+        for _ in range(4):  # clients that never read: their bodies stay in flight
+            sock = socket.create_connection(_address(server))
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.sendall(_request("/big"))
+            socks.append(sock)
+        for _ in range(200):
+            if len(server.ctx.sender._jobs) == 4:
+                break
+            await asyncio.sleep(0.02)
+        assert len(server.ctx.sender._jobs) == 4
+        started = time.monotonic()
+        await server.close()
+        took = time.monotonic() - started
+        for sock in socks:
+            sock.close()
+        return before, int(took)
+
+    before, took = asyncio.run(go())
+    assert took < 5
+    assert not [t for t in threading.enumerate() if t.name == "monitors:http-sender"]
+    assert _fds() <= before
+
+
+def test_a_closed_sender_writes_no_descriptor_and_starts_no_thread() -> None:
+    # A wait cancelled after close (its wake-up), or a body handed over once the
+    # server stopped: the wake-up pipe's numbers may belong to another file by then.
+    async def go() -> None:
+        sender = sendout.Sender()
+        left, right = socket.socketpair()
+        try:
+            await sender._send(left.fileno(), b"x" * sendout.THRESHOLD)
+            assert right.recv(1 << 20)
+            sender.close()
+            r, w = os.pipe()  # the lowest free numbers: the wake-up pipe's, reused
+            os.set_blocking(r, False)
+            try:
+                sender._wake()
+                with contextlib.suppress(BlockingIOError):
+                    assert os.read(r, 16) == b"", "wrote into a descriptor it had closed"
+            finally:
+                os.close(r)
+                os.close(w)
+            fds = _fds()
+            with pytest.raises(ConnectionResetError):
+                await sender._send(left.fileno(), b"x" * sendout.THRESHOLD)
+            assert not [t for t in threading.enumerate() if t.name == "monitors:http-sender"]
+            assert _fds() == fds
+        finally:
+            left.close()
+            right.close()
+
+    asyncio.run(go())
