@@ -37,7 +37,6 @@ import asyncio
 import contextlib
 import logging
 import socket
-import ssl
 import struct
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -47,9 +46,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from aiohttp import web
 
 from reconciler import errors, redaction
-from reconciler.server import jobs, offload, sendout
+from reconciler.server import jobs, logs, offload, sendout
 from reconciler.server.admission import Admission
-from reconciler.server.options import HttpOptions
+from reconciler.server.options import HttpOptions, ssl_context
 
 if TYPE_CHECKING:
     from reconciler.daemon.main import Daemon
@@ -316,47 +315,6 @@ def build(ctx: Context, routes: Iterable[Route]) -> web.Application:
     return app
 
 
-def ssl_context(options: HttpOptions) -> ssl.SSLContext | None:
-    """The server's TLS context from ``certFile``/``keyFile`` (None: plain HTTP).
-
-    Raises:
-        errors.ConfigError: the files cannot be read or do not hold a key pair.
-    """
-    if options.cert_file is None or options.key_file is None:
-        return None
-    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    try:
-        tls.load_cert_chain(options.cert_file, options.key_file)
-    except (OSError, ssl.SSLError) as e:
-        raise errors.ConfigError(f"monitors.toml: http.certFile/keyFile: cannot load "
-                                 f"{options.cert_file}, {options.key_file}: {e}") from e
-    return tls
-
-
-class _OneLine(logging.Filter):
-    """aiohttp's own log (a malformed request logs a traceback): one line, no traceback,
-    at INFO: a bad request is the client's problem, not the daemon's."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.exc_info and record.exc_info[1] is not None:
-            exc = record.exc_info[1]
-            record.msg = f"http: {record.getMessage()}: {type(exc).__name__}: {exc}"
-            record.msg = record.msg.replace("\n", " ")[:300]
-            record.args = None
-            record.exc_info = None
-            record.exc_text = None
-            record.levelno, record.levelname = logging.INFO, "INFO"
-        return True
-
-
-def quiet_aiohttp() -> None:
-    """Install ``_OneLine`` on aiohttp's server loggers (once)."""
-    for name in ("aiohttp.server", "aiohttp.web"):
-        logger = logging.getLogger(name)
-        if not any(isinstance(f, _OneLine) for f in logger.filters):
-            logger.addFilter(_OneLine())
-
-
 class HttpServer:
     """The daemon's HTTP server (a ``daemon.options.Service``).
 
@@ -387,7 +345,7 @@ class HttpServer:
         """
 
         options = self.ctx.options
-        quiet_aiohttp()
+        logs.quiet_aiohttp()
         tls = ssl_context(options)
         host, port = options.host_port
         # keepalive_timeout also closes a connection that never completes its request

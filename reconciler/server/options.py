@@ -5,12 +5,13 @@ Fields (README, "The HTTP API"): ``listen`` (``host:port``, default
 ``certFile`` and ``keyFile`` (TLS, both or neither, relative to the root),
 ``tokenFile`` (``reconciler.tokens``), ``openOnLoopback`` (the status page needs no
 token from a loopback client), ``maxBodyBytes`` (default 1 MiB) and
-``requestTimeout`` (a duration, default 10s).
+``requestTimeout`` (a duration, default 10s). ``ssl_context`` loads the TLS pair.
 """
 
 from __future__ import annotations
 
 import os
+import ssl
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,3 +90,20 @@ def load(cfg: settings.Settings, *, environ: dict[str, str] | None = None) -> Ht
         max_body=int(section.get("maxBodyBytes", DEFAULT_MAX_BODY)),
         timeout=timeout,
     )
+
+
+def ssl_context(options: HttpOptions) -> ssl.SSLContext | None:
+    """The server's TLS context from ``certFile``/``keyFile`` (None: plain HTTP).
+
+    Raises:
+        errors.ConfigError: the files cannot be read or do not hold a key pair.
+    """
+    if options.cert_file is None or options.key_file is None:
+        return None
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        tls.load_cert_chain(options.cert_file, options.key_file)
+    except (OSError, ssl.SSLError) as e:
+        raise errors.ConfigError(f"monitors.toml: http.certFile/keyFile: cannot load "
+                                 f"{options.cert_file}, {options.key_file}: {e}") from e
+    return tls
