@@ -14,6 +14,7 @@ import socket
 import ssl
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -51,28 +52,36 @@ def _server(tmp_path: Path | None = None) -> app.HttpServer:
         app.Route("GET", "/big", _big), app.Route("GET", "/small", _small)])
 
 
-def test_a_large_body_goes_by_the_thread_intact_and_in_order_on_one_connection() -> None:
+def _serve(check: Callable[[app.HttpServer], Awaitable[None]],
+           server: app.HttpServer) -> None:
+    """Start ``server``, await ``check(server)``, then close the server (failing too)."""
     async def go() -> None:
-        server = _server()
         await server.start()
         try:
-            limits = httpx.Limits(max_connections=1)  # one keep-alive connection
-            async with httpx.AsyncClient(base_url=str(server.url), headers=AUTH,
-                                         limits=limits, timeout=30) as client:
-                for path in ("/big", "/small", "/big", "/small"):
-                    answer = await client.get(path)
-                    assert answer.status_code == 200
-                    if path == "/big":
-                        assert hashlib.sha256(answer.content).digest() == \
-                            hashlib.sha256(BIG).digest()
-                        assert answer.headers["Content-Length"] == str(len(BIG))
-                    else:
-                        assert answer.json()["ok"] is True
-            assert server.ctx.sender.sent == 2  # the two large bodies, not the small ones
+            await check(server)
         finally:
             await server.close()
 
     asyncio.run(go())
+
+
+def test_a_large_body_goes_by_the_thread_intact_and_in_order_on_one_connection() -> None:
+    async def check(server: app.HttpServer) -> None:
+        limits = httpx.Limits(max_connections=1)  # one keep-alive connection
+        async with httpx.AsyncClient(base_url=str(server.url), headers=AUTH,
+                                     limits=limits, timeout=30) as client:
+            for path in ("/big", "/small", "/big", "/small"):
+                answer = await client.get(path)
+                assert answer.status_code == 200
+                if path == "/big":
+                    assert hashlib.sha256(answer.content).digest() == \
+                        hashlib.sha256(BIG).digest()
+                    assert answer.headers["Content-Length"] == str(len(BIG))
+                else:
+                    assert answer.json()["ok"] is True
+        assert server.ctx.sender.sent == 2  # the two large bodies, not the small ones
+
+    _serve(check, _server())
 
 
 def test_many_clients_get_their_large_answers_at_once_whatever_their_pace() -> None:
@@ -87,77 +96,62 @@ def test_many_clients_get_their_large_answers_at_once_whatever_their_pace() -> N
         writer.close()
         return bytes(got)
 
-    async def go() -> None:
-        server = _server()
-        await server.start()
-        try:
-            host, port = str(server.url).removeprefix("http://").rsplit(":", 1)
-            async with httpx.AsyncClient(base_url=str(server.url), headers=AUTH,
-                                         timeout=60) as client:
-                fast = [client.get("/big") for _ in range(6)]
-                slow = [slow_reader(host, int(port)) for _ in range(2)]
-                answers = await asyncio.gather(*fast, *slow)
-            for answer in answers[:6]:
-                assert isinstance(answer, httpx.Response) and answer.content == BIG
-            for raw in answers[6:]:
-                assert isinstance(raw, bytes) and raw.endswith(BIG)
-            assert server.ctx.sender.sent == 8
-        finally:
-            await server.close()
+    async def check(server: app.HttpServer) -> None:
+        host, port = str(server.url).removeprefix("http://").rsplit(":", 1)
+        async with httpx.AsyncClient(base_url=str(server.url), headers=AUTH,
+                                     timeout=60) as client:
+            fast = [client.get("/big") for _ in range(6)]
+            slow = [slow_reader(host, int(port)) for _ in range(2)]
+            answers = await asyncio.gather(*fast, *slow)
+        for answer in answers[:6]:
+            assert isinstance(answer, httpx.Response) and answer.content == BIG
+        for raw in answers[6:]:
+            assert isinstance(raw, bytes) and raw.endswith(BIG)
+        assert server.ctx.sender.sent == 8
 
-    asyncio.run(go())
+    _serve(check, _server())
 
 
 def test_a_client_leaving_mid_answer_costs_its_connection_only(caplog: Any) -> None:
     def fds() -> int:
         return len(os.listdir("/proc/self/fd"))
 
-    async def go() -> None:
-        server = _server()
-        await server.start()
-        try:
-            host, port = str(server.url).removeprefix("http://").rsplit(":", 1)
-            async with httpx.AsyncClient(base_url=str(server.url), headers=AUTH,
-                                         timeout=30) as client:  # the thread's own fds
-                assert (await client.get("/big")).content == BIG
-            before = fds()
-            for _ in range(5):
-                sock = socket.create_connection((host, int(port)))
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # the body
-                reader, writer = await asyncio.open_connection(sock=sock)  # cannot fit
-                writer.write(f"GET /big HTTP/1.1\r\nHost: x\r\n"
-                             f"Authorization: Bearer {TOKEN}\r\n\r\n".encode())
-                await reader.read(1 << 16)  # the answer has begun
-                writer.transport.abort()  # ... and the client is gone
-            async with httpx.AsyncClient(base_url=str(server.url), headers=AUTH,
-                                         timeout=30) as client:
-                assert (await client.get("/big")).content == BIG
-            for _ in range(200):  # the thread closes its duplicates (bounded wait)
-                if fds() <= before + 1:
-                    break
-                await asyncio.sleep(0.05)
-            assert fds() <= before + 1
-        finally:
-            await server.close()
+    async def check(server: app.HttpServer) -> None:
+        host, port = str(server.url).removeprefix("http://").rsplit(":", 1)
+        async with httpx.AsyncClient(base_url=str(server.url), headers=AUTH,
+                                     timeout=30) as client:  # the thread's own fds
+            assert (await client.get("/big")).content == BIG
+        before = fds()
+        for _ in range(5):
+            sock = socket.create_connection((host, int(port)))
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # the body
+            reader, writer = await asyncio.open_connection(sock=sock)  # cannot fit
+            writer.write(f"GET /big HTTP/1.1\r\nHost: x\r\n"
+                         f"Authorization: Bearer {TOKEN}\r\n\r\n".encode())
+            await reader.read(1 << 16)  # the answer has begun
+            writer.transport.abort()  # ... and the client is gone
+        async with httpx.AsyncClient(base_url=str(server.url), headers=AUTH,
+                                     timeout=30) as client:
+            assert (await client.get("/big")).content == BIG
+        for _ in range(200):  # the thread closes its duplicates (bounded wait)
+            if fds() <= before + 1:
+                break
+            await asyncio.sleep(0.05)
+        assert fds() <= before + 1
 
-    asyncio.run(go())
+    _serve(check, _server())
     assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
 
 
 def test_tls_answers_go_out_through_the_tls_transport(tmp_path: Path) -> None:
-    async def go() -> None:
-        server = _server(tmp_path)
-        await server.start()
-        try:
-            verify = ssl.create_default_context(cafile=str(tmp_path / "cert.pem"))
-            async with httpx.AsyncClient(base_url=str(server.url), headers=AUTH,
-                                         verify=verify, timeout=30) as client:
-                assert (await client.get("/big")).content == BIG
-            assert server.ctx.sender.sent == 0
-        finally:
-            await server.close()
+    async def check(server: app.HttpServer) -> None:
+        verify = ssl.create_default_context(cafile=str(tmp_path / "cert.pem"))
+        async with httpx.AsyncClient(base_url=str(server.url), headers=AUTH,
+                                     verify=verify, timeout=30) as client:
+            assert (await client.get("/big")).content == BIG
+        assert server.ctx.sender.sent == 0
 
-    asyncio.run(go())
+    _serve(check, _server(tmp_path))
 
 
 def test_the_thread_stops_with_the_server() -> None:
@@ -223,107 +217,87 @@ def _fds() -> int:
 
 
 def test_pipelined_requests_in_one_packet_are_answered_in_order() -> None:
-    async def go() -> None:
-        server = _options_server()
-        await server.start()
-        try:
-            reader, writer = await asyncio.open_connection(*_address(server))
-            writer.write(_request("/big") + _request("/small") + _request("/big")
-                         + _request("/small", close=True))  # one write: one packet
-            raw = await reader.read(-1)
-            writer.close()
-            answers = _answers(raw)
-            assert [status for status, _ in answers] == [200, 200, 200, 200]
-            assert answers[0][1] == BIG and answers[2][1] == BIG
-            assert b'"ok": true' in answers[1][1] and b'"ok": true' in answers[3][1]
-            assert server.ctx.sender.sent == 2
-        finally:
-            await server.close()
+    async def check(server: app.HttpServer) -> None:
+        reader, writer = await asyncio.open_connection(*_address(server))
+        writer.write(_request("/big") + _request("/small") + _request("/big")
+                     + _request("/small", close=True))  # one write: one packet
+        raw = await reader.read(-1)
+        writer.close()
+        answers = _answers(raw)
+        assert [status for status, _ in answers] == [200, 200, 200, 200]
+        assert answers[0][1] == BIG and answers[2][1] == BIG
+        assert b'"ok": true' in answers[1][1] and b'"ok": true' in answers[3][1]
+        assert server.ctx.sender.sent == 2
 
-    asyncio.run(go())
+    _serve(check, _options_server())
 
 
 def test_a_body_at_the_threshold_goes_by_the_thread_and_one_below_does_not() -> None:
-    async def go() -> None:
-        server = _options_server()
-        await server.start()
-        try:
-            reader, writer = await asyncio.open_connection(*_address(server))
-            writer.write(_request(f"/sized/{sendout.THRESHOLD - 1}")
-                         + _request(f"/sized/{sendout.THRESHOLD}")
-                         + _request("/small", close=True))
-            raw = await reader.read(-1)
-            writer.close()
-            answers = _answers(raw)
-            assert [(status, len(body)) for status, body in answers[:2]] == \
-                [(200, sendout.THRESHOLD - 1), (200, sendout.THRESHOLD)]
-            assert answers[0][1] == BIG[:sendout.THRESHOLD - 1]
-            assert answers[1][1] == BIG[:sendout.THRESHOLD]
-            assert b'"ok": true' in answers[2][1]
-            assert server.ctx.sender.sent == 1  # the one at the threshold only
-        finally:
-            await server.close()
+    async def check(server: app.HttpServer) -> None:
+        reader, writer = await asyncio.open_connection(*_address(server))
+        writer.write(_request(f"/sized/{sendout.THRESHOLD - 1}")
+                     + _request(f"/sized/{sendout.THRESHOLD}")
+                     + _request("/small", close=True))
+        raw = await reader.read(-1)
+        writer.close()
+        answers = _answers(raw)
+        assert [(status, len(body)) for status, body in answers[:2]] == \
+            [(200, sendout.THRESHOLD - 1), (200, sendout.THRESHOLD)]
+        assert answers[0][1] == BIG[:sendout.THRESHOLD - 1]
+        assert answers[1][1] == BIG[:sendout.THRESHOLD]
+        assert b'"ok": true' in answers[2][1]
+        assert server.ctx.sender.sent == 1  # the one at the threshold only
 
-    asyncio.run(go())
+    _serve(check, _options_server())
 
 
 def test_a_chunked_answer_goes_out_chunked_by_aiohttp() -> None:
     # The thread writes a body as it is: behind chunked headers the client read the
     # body's first bytes as a chunk size ("illegal chunk header").
-    async def go() -> None:
-        server = _options_server()
-        await server.start()
-        try:
-            async with httpx.AsyncClient(base_url=str(server.url), headers=AUTH,
-                                         timeout=30) as client:
-                answer = await client.get("/chunked")
-                assert answer.headers["Transfer-Encoding"] == "chunked"
-                assert answer.content == BIG
-                assert (await client.get("/small")).json()["ok"] is True
-            assert server.ctx.sender.sent == 0
-        finally:
-            await server.close()
+    async def check(server: app.HttpServer) -> None:
+        async with httpx.AsyncClient(base_url=str(server.url), headers=AUTH,
+                                     timeout=30) as client:
+            answer = await client.get("/chunked")
+            assert answer.headers["Transfer-Encoding"] == "chunked"
+            assert answer.content == BIG
+            assert (await client.get("/small")).json()["ok"] is True
+        assert server.ctx.sender.sent == 0
 
-    asyncio.run(go())
+    _serve(check, _options_server())
 
 
 def test_a_client_that_never_reads_is_dropped_at_the_timeout_with_no_second_answer() -> None:
     # Dropped means reset: closed plainly, the megabytes the kernel held for the client
     # trickled out to it for about 100 s after the timeout.
-    async def go() -> None:
-        server = _options_server(timeout=1.0)
-        await server.start()
-        try:
-            async with httpx.AsyncClient(base_url=str(server.url), headers=AUTH,
-                                         timeout=30) as client:  # the thread's own fds
-                assert (await client.get("/big")).content == BIG
-            before = _fds()
-            sock = socket.create_connection(_address(server))
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-            # pipelined: the second answer would follow the first's body
-            sock.sendall(_request("/big") + _request("/big"))
-            await asyncio.sleep(2.5)  # past requestTimeout, reading nothing
-            sock.setblocking(False)
-            loop = asyncio.get_running_loop()
-            raw = bytearray()
-            started = time.monotonic()
-            with contextlib.suppress(ConnectionResetError):
-                while chunk := await asyncio.wait_for(loop.sock_recv(sock, 1 << 20), 30):
-                    raw += chunk
-            took = time.monotonic() - started
-            sock.close()
-            assert took < 5, f"the connection ended {took:.0f} s after the timeout"
-            assert raw.count(b"HTTP/1.1 ") <= 1 and b" 503 " not in raw, raw[:200]
-            assert len(raw) < len(BIG)
-            for _ in range(100):
-                if _fds() <= before:
-                    break
-                await asyncio.sleep(0.05)
-            assert _fds() <= before
-        finally:
-            await server.close()
+    async def check(server: app.HttpServer) -> None:
+        async with httpx.AsyncClient(base_url=str(server.url), headers=AUTH,
+                                     timeout=30) as client:  # the thread's own fds
+            assert (await client.get("/big")).content == BIG
+        before = _fds()
+        sock = socket.create_connection(_address(server))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        # pipelined: the second answer would follow the first's body
+        sock.sendall(_request("/big") + _request("/big"))
+        await asyncio.sleep(2.5)  # past requestTimeout, reading nothing
+        sock.setblocking(False)
+        loop = asyncio.get_running_loop()
+        raw = bytearray()
+        started = time.monotonic()
+        with contextlib.suppress(ConnectionResetError):
+            while chunk := await asyncio.wait_for(loop.sock_recv(sock, 1 << 20), 30):
+                raw += chunk
+        took = time.monotonic() - started
+        sock.close()
+        assert took < 5, f"the connection ended {took:.0f} s after the timeout"
+        assert raw.count(b"HTTP/1.1 ") <= 1 and b" 503 " not in raw, raw[:200]
+        assert len(raw) < len(BIG)
+        for _ in range(100):
+            if _fds() <= before:
+                break
+            await asyncio.sleep(0.05)
+        assert _fds() <= before
 
-    asyncio.run(go())
+    _serve(check, _options_server(timeout=1.0))
 
 
 def test_closing_the_server_with_bodies_in_flight_ends_them_without_leaks() -> None:
