@@ -80,6 +80,10 @@ def file_sig(path: Path) -> tuple[int, int, int, int] | None:
     return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
 
 
+DIRS_KEPT = 65536
+"""Monitor directories ``StoreBase.monitor_dir`` keeps made (then it starts afresh)."""
+
+
 class StoreBase:
     """The state directory of one machine: layout, checked reads, directory creation.
 
@@ -101,10 +105,18 @@ class StoreBase:
         self._lock = threading.RLock()
         self._root_ready = False
         self._writes = writeerrors.WriteErrors()  # failing writes (disk full, read-only)
+        self._dirs: dict[str, Path] = {}  # name -> monitor_dir(name)
 
     def monitor_dir(self, name: str) -> Path:
-        """``<state>/monitors/<name>`` (not created)."""
-        return self.root / MONITORS_DIR / check_name(name)
+        """``<state>/monitors/<name>`` (not created). Made once per name (up to
+        ``DIRS_KEPT`` names): building the path is most of the cost of a state read,
+        called several times per monitor by every view and write."""
+        found = self._dirs.get(name)
+        if found is None:
+            if len(self._dirs) >= DIRS_KEPT:
+                self._dirs.clear()
+            found = self._dirs[name] = self.root / MONITORS_DIR / check_name(name)
+        return found
 
     def names(self) -> list[str]:
         """Names that have a directory under ``monitors/``, sorted."""

@@ -252,3 +252,18 @@ def test_failing_names_the_monitors_whose_last_checks_failed(tmp_path: Path) -> 
     assert s.failing() == {"down"}
     s.record_check("down", ok=True, error=None, at=3.0)
     assert s.failing() == set()
+
+
+def test_monitor_dirs_are_made_once_per_name_and_kept_bounded(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from reconciler.state import layout
+
+    monkeypatch.setattr(layout, "DIRS_KEPT", 3)
+    s = store_mod.Store(tmp_path)
+    first = s.monitor_dir("a")
+    assert first == tmp_path / "monitors" / "a" and s.monitor_dir("a") is first
+    for name in ("b", "c", "d", "e"):
+        assert s.monitor_dir(name) == tmp_path / "monitors" / name
+    assert len(s._dirs) <= 3 and s.monitor_dir("a") == first
+    with pytest.raises(errors.StateError):
+        s.monitor_dir("../escape")  # still checked, never kept
