@@ -44,7 +44,8 @@ LOOP_SHARE = 0.2
 The trade between polls on time and HTTP throughput, measured with
 ``bench/http_load.py --rounds 5`` (1,000 monitors, 200 ``ab`` clients, 2 cores,
 interleaved runs): at 0.25 poll lateness p99 grew 2.13-2.21x under load and the daemon
-answered 1,210-1,330 requests a second; at 0.2, 0.96-1.83x and 1,020-1,110 a second."""
+answered 1,210-1,330 requests a second; at 0.2, 0.96-1.98x (4 runs) and 1,020-1,110 a
+second beside them (16% fewer)."""
 BURST = 0.05
 """CPU seconds a burst may take before the share applies (the bucket's size)."""
 
