@@ -91,14 +91,18 @@ def fingerprints_json(cfg: Settings, status: Mapping[str, Any],
 
 def page_html(cfg: Settings, status: Mapping[str, Any], secrets: tuple[str, ...]) -> bytes:
     """Job: the status page of the rows (``server.pageview``), redacted (UTF-8 bytes).
+    The values are redacted before they are rendered (HTML escaping would hide a secret
+    holding ``&``, ``<`` or a quote from a pass over the page), the page after.
 
     Raises:
         errors.MonitorsError: the state directory or layers are unreadable.
     """
     from reconciler.server import pageview
 
-    page = pageview.html(_rows(cfg, status), dict(status), device=cfg.device)
-    return redaction.Redactor(secrets).redact(page).encode()
+    redactor = redaction.Redactor(secrets)
+    page = pageview.html(redactor.redact_value(_rows(cfg, status)),
+                         redactor.redact_value(dict(status)), device=cfg.device)
+    return redactor.redact(page).encode()
 
 
 def plan_json(cfg: Settings, body: bytes, secrets: tuple[str, ...]) -> tuple[int, bytes]:

@@ -50,6 +50,17 @@ def test_fingerprints_and_the_page_are_made_from_the_rows_and_redacted(tmp_path:
     assert b"laptop" not in jobs.fingerprints_json(cfg, {}, ("laptop",))
 
 
+def test_a_secret_html_escaping_would_change_is_masked_on_the_page(tmp_path: Path) -> None:
+    secret = "p&ss<w0rd>'long"
+    root = tmp_path / "repo"
+    (root / "monitors.d").mkdir(parents=True)
+    (root / "monitors.d" / "x.yml").write_text(
+        factories.monitor_yaml("x", f"echo \"{secret}\""))
+    cfg = settings.load(root=root, device="laptop")
+    page = jobs.page_html(cfg, {}, (secret,)).decode()
+    assert "w0rd" not in page and "***" in page
+
+
 def test_the_worker_reuses_a_reading_of_the_rows_only_for_the_same_device(
         tmp_path: Path) -> None:
     one = _repo(tmp_path / "one", "disk")
